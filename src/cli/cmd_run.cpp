@@ -1,0 +1,137 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "onnx/model_io.h"
+#include "onnx/tensor_io.h"
+#include "runtime/session.h"
+
+namespace fs = std::filesystem;
+
+namespace t2o::cli {
+
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string input_dir;
+  std::string out_dir = ".";
+  int threads = 0;
+  bool reference = false;
+  bool quiet = false;
+};
+
+std::string pb_hint(const Type& t) {
+  if (t.kind == Type::Kind::Sequence) return "sequence";
+  if (t.kind == Type::Kind::Optional) return "optional";
+  return "tensor";
+}
+
+RValue to_rvalue(const PbValue& v) {
+  switch (v.kind) {
+    case PbValue::Kind::Tensor: return RValue(v.tensor);
+    case PbValue::Kind::Sequence: return RValue::make_sequence(v.sequence, v.seq_elem);
+    case PbValue::Kind::Optional:
+      if (!v.has_value) return RValue::make_optional(nullptr);
+      if (v.optional_elem_kind == PbValue::Kind::Tensor) return RValue::make_optional(std::make_shared<RValue>(v.tensor));
+      return RValue::make_optional(std::make_shared<RValue>(RValue::make_sequence(v.sequence, v.seq_elem)));
+  }
+  return {};
+}
+
+RValue read_input(const std::string& file, const ValueInfo* vi) {
+  if (fs::path(file).extension() == ".npy") return RValue(read_npy(file));
+  return to_rvalue(read_value_pb(file, vi ? pb_hint(vi->type) : "tensor"));
+}
+
+std::string describe(const RValue& v) {
+  if (v.is_tensor()) return fmt::format("{}[{}]", dtype_name(v.tensor.dtype()), dims_to_string(v.tensor.dims()));
+  if (v.is_sequence()) return fmt::format("sequence of {}", v.sequence.size());
+  if (v.is_optional()) return v.element ? "optional(" + describe(*v.element) + ")" : "optional(none)";
+  return "none";
+}
+
+int run_model(const RunArgs& a) {
+  SessionOptions so;
+  so.threads = a.threads;
+  so.fast_paths = !a.reference;
+  Session s = Session::from_file(a.model, so);
+  std::map<std::string, RValue> feeds;
+  auto find_vi = [&](const std::string& name) -> const ValueInfo* {
+    for (const auto& vi : s.inputs())
+      if (vi.name == name) return &vi;
+    return nullptr;
+  };
+  if (!a.input_dir.empty()) {
+    if (!fs::is_directory(a.input_dir)) throw InputError("input folder '" + a.input_dir + "' does not exist");
+    for (size_t i = 0; i < s.inputs().size(); ++i) {
+      fs::path f = fs::path(a.input_dir) / fmt::format("input_{}.pb", i);
+      if (!fs::exists(f)) {
+        if (s.inputs()[i].type.kind == Type::Kind::Optional) continue;
+        throw InputError(fmt::format("'{}' is missing: input {} ('{}') needs it", f.string(), i, s.inputs()[i].name));
+      }
+      feeds[s.inputs()[i].name] = read_input(f.string(), &s.inputs()[i]);
+    }
+  }
+  for (const std::string& spec : a.inputs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw Error("--input '" + spec + "' is not NAME=FILE", "e.g. --input x=x.npy", kExitUsage);
+    std::string name = spec.substr(0, eq);
+    feeds[name] = read_input(spec.substr(eq + 1), find_vi(name));
+  }
+  std::vector<RValue> ordered;
+  auto outs = s.run(feeds);
+  if (!fs::is_directory(a.out_dir)) fs::create_directories(a.out_dir);
+  for (size_t k = 0; k < s.outputs().size(); ++k) {
+    const std::string& name = s.outputs()[k].name;
+    const RValue& v = outs.at(name);
+    fs::path base = fs::path(a.out_dir) / fmt::format("output_{}", k);
+    PbValue pv;
+    if (v.is_tensor()) {
+      pv.tensor = v.tensor;
+      if (v.tensor.dtype() != DType::String && v.tensor.dtype() != DType::BFloat16) write_npy(base.string() + ".npy", v.tensor);
+    } else if (v.is_sequence()) {
+      pv.kind = PbValue::Kind::Sequence;
+      pv.sequence = v.sequence;
+    } else if (v.is_optional()) {
+      pv.kind = PbValue::Kind::Optional;
+      pv.has_value = v.element != nullptr;
+      if (v.element && v.element->is_tensor()) {
+        pv.optional_elem_kind = PbValue::Kind::Tensor;
+        pv.tensor = v.element->tensor;
+      } else if (v.element) {
+        pv.optional_elem_kind = PbValue::Kind::Sequence;
+        pv.sequence = v.element->sequence;
+      }
+    }
+    write_value_pb(base.string() + ".pb", pv, name);
+    if (!a.quiet) std::printf("output_%zu  %-24s %s\n", k, name.c_str(), describe(v).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_run(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "Run an ONNX model on the torch2onnx CPU runtime.");
+  cmd->footer(
+      "Inputs come from .npy or ONNX TensorProto .pb files. --input-dir reads input_0.pb, input_1.pb, ...\n"
+      "(the layout of the ONNX backend test data) in graph-input order. Each output K is written to\n"
+      "OUT_DIR as output_K.pb and output_K.npy.\n"
+      "Examples:\n  torch2onnx run model.onnx --input x=x.npy --out-dir out\n"
+      "  torch2onnx run test_relu/model.onnx --input-dir test_relu/test_data_set_0 --out-dir out");
+  cmd->add_option("MODEL", a->model, "the .onnx model to run")->required();
+  cmd->add_option("--input", a->inputs, "NAME=FILE.npy|FILE.pb, repeatable");
+  cmd->add_option("--input-dir", a->input_dir, "folder with input_0.pb, input_1.pb, ...");
+  cmd->add_option("--out-dir", a->out_dir, "where outputs are written (default: current folder)");
+  cmd->add_option("--threads", a->threads, "threads to use (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--reference", a->reference, "use the plain reference kernels only (no fast paths)");
+  cmd->add_flag("--quiet", a->quiet, "do not list the outputs");
+  return [a] { return run_model(*a); };
+}
+
+}  // namespace t2o::cli

@@ -1,0 +1,19 @@
+#pragma once
+// Each command adds its subcommand to the app and returns the function that runs it.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace t2o::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_inspect(CLI::App& app);
+Runner add_check(CLI::App& app);
+Runner add_run(CLI::App& app);
+
+// Prints "error: ..." and an optional "hint: ..." line to stderr.
+void print_error(const std::string& msg, const std::string& hint = {});
+void print_warning(const std::string& msg);
+bool stderr_is_tty();
+
+}  // namespace t2o::cli

@@ -1,0 +1,69 @@
+// torch2onnx: convert TorchScript to ONNX, verify it, run it.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.h"
+#include "ir/error.h"
+
+namespace t2o::cli {
+
+bool stderr_is_tty() { return ::isatty(2) != 0; }
+
+void print_error(const std::string& msg, const std::string& hint) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  if (!hint.empty()) std::fprintf(stderr, "hint: %s\n", hint.c_str());
+}
+
+void print_warning(const std::string& msg) { std::fprintf(stderr, "warning: %s\n", msg.c_str()); }
+
+}  // namespace t2o::cli
+
+int main(int argc, char** argv) {
+  using namespace t2o::cli;
+  CLI::App app{
+      "torch2onnx: turn a TorchScript model into a checked, verified ONNX model, and run ONNX models on the CPU.\n\n"
+      "Exit codes: 0 ok, 1 verification mismatch, 2 usage error, 3 unsupported or failed conversion,\n"
+      "4 unreadable or invalid input file.\n",
+      "torch2onnx"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "torch2onnx 0.1.0");
+  app.footer("Run 'torch2onnx COMMAND --help' for the options of a command.");
+  std::map<CLI::App*, Runner> runners;
+  auto add = [&](Runner (*f)(CLI::App&)) {
+    size_t before = app.get_subcommands({}).size();
+    Runner r = f(app);
+    runners[app.get_subcommands({})[before]] = std::move(r);
+  };
+  add(add_inspect);
+  add(add_check);
+  add(add_run);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    print_error(e.what(), "run 'torch2onnx --help' for usage");
+    return t2o::kExitUsage;
+  }
+  for (auto& [sub, run] : runners) {
+    if (!sub->parsed()) continue;
+    try {
+      return run();
+    } catch (const t2o::Error& e) {
+      print_error(e.what(), e.hint());
+      return e.exit_code();
+    } catch (const std::bad_alloc&) {
+      print_error("out of memory");
+      return t2o::kExitUnsupported;
+    } catch (const std::exception& e) {
+      print_error(e.what());
+      return t2o::kExitUnsupported;
+    }
+  }
+  return t2o::kExitUsage;
+}

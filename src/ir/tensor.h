@@ -1,0 +1,106 @@
+#pragma once
+// Tensor: dtype + dims + shared contiguous storage. Copies share storage; clone() deep-copies.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/error.h"
+
+namespace t2o {
+
+using Dims = std::vector<int64_t>;
+
+int64_t numel_of(const Dims& dims);
+std::string dims_to_string(const Dims& dims);  // "1x3x224x224", "scalar" for rank 0
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates zero-filled storage (64-byte aligned). Strings start empty.
+  Tensor(DType dtype, Dims dims);
+
+  // Wraps memory owned by the caller; the caller keeps it alive while the tensor is used.
+  static Tensor borrow(DType dtype, Dims dims, void* data);
+  // Wraps memory kept alive by `owner`.
+  static Tensor share(DType dtype, Dims dims, std::shared_ptr<void> owner, void* data);
+
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& values, Dims dims) {
+    Tensor t(dtype_of<T>(), std::move(dims));
+    if (static_cast<size_t>(t.numel()) != values.size()) throw Error("Tensor::from_vector: size does not match dims");
+    T* p = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+    return t;
+  }
+  template <typename T>
+  static Tensor scalar(T v) { return from_vector<T>({v}, {}); }
+  static Tensor from_strings(const std::vector<std::string>& values, Dims dims);
+
+  bool defined() const { return dtype_ != DType::Undefined; }
+  DType dtype() const { return dtype_; }
+  const Dims& dims() const { return dims_; }
+  int64_t dim(int i) const { return dims_.at(static_cast<size_t>(i < 0 ? i + rank() : i)); }
+  int rank() const { return static_cast<int>(dims_.size()); }
+  int64_t numel() const { return numel_of(dims_); }
+  size_t nbytes() const;
+
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
+  template <typename T>
+  T* data() {
+    check_type(dtype_of<T>());
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* data() const {
+    check_type(dtype_of<T>());
+    return static_cast<const T*>(data_);
+  }
+  // String tensors keep their elements here.
+  std::string* strings();
+  const std::string* strings() const;
+
+  Tensor clone() const;
+  // Same storage, new dims (numel must match).
+  Tensor reshaped(Dims dims) const;
+  // Whether two tensors share storage.
+  bool same_storage(const Tensor& o) const { return storage_ == o.storage_; }
+  // Element i converted to double (for messages, tests and small scalar reads).
+  double as_double(int64_t i) const;
+  int64_t as_int(int64_t i) const;
+  // Exact equality of dtype, dims and bytes (NaN payloads compared bitwise).
+  bool equals(const Tensor& o) const;
+
+ private:
+  void check_type(DType want) const;
+  DType dtype_ = DType::Undefined;
+  Dims dims_;
+  std::shared_ptr<void> storage_;
+  void* data_ = nullptr;
+};
+
+// Calls f(T{}) with T the C++ type of dtype; strings and complex are rejected.
+template <typename F>
+decltype(auto) dispatch_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::Float: return f(float{});
+    case DType::Double: return f(double{});
+    case DType::Float16: return f(Half{});
+    case DType::BFloat16: return f(BFloat16{});
+    case DType::Int8: return f(int8_t{});
+    case DType::Int16: return f(int16_t{});
+    case DType::Int32: return f(int32_t{});
+    case DType::Int64: return f(int64_t{});
+    case DType::UInt8: return f(uint8_t{});
+    case DType::UInt16: return f(uint16_t{});
+    case DType::UInt32: return f(uint32_t{});
+    case DType::UInt64: return f(uint64_t{});
+    case DType::Bool: return f(bool{});
+    default: throw Error("unsupported element type " + std::string(dtype_name(t)));
+  }
+}
+
+}  // namespace t2o

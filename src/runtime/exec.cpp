@@ -1,0 +1,292 @@
+#include "runtime/exec.h"
+
+#include <map>
+#include <set>
+
+namespace t2o {
+
+namespace {
+
+std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+// Names a node reads from enclosing scopes, including those its own subgraphs read.
+void collect_reads(const Graph& g, std::set<std::string>& reads) {
+  std::set<std::string> defined;
+  for (const auto& i : g.inputs) defined.insert(i.name);
+  for (const auto& i : g.initializers) defined.insert(i.name);
+  for (const Node& n : g.nodes) {
+    for (const auto& in : n.inputs)
+      if (!in.empty() && !defined.count(in)) reads.insert(in);
+    for (const Attribute& a : n.attributes) {
+      std::vector<const Graph*> subs;
+      if (a.g) subs.push_back(a.g.get());
+      for (const auto& s : a.graphs) subs.push_back(s.get());
+      for (const Graph* s : subs) {
+        std::set<std::string> inner;
+        collect_reads(*s, inner);
+        for (const auto& r : inner)
+          if (!defined.count(r)) reads.insert(r);
+      }
+    }
+    for (const auto& o : n.outputs) defined.insert(o);
+  }
+  for (const auto& o : g.outputs)
+    if (!defined.count(o.name)) reads.insert(o.name);
+}
+
+}  // namespace
+
+class NodeContext : public KernelContext {
+ public:
+  NodeContext(const GraphExec::Step& step, std::vector<RValue>& values, const std::vector<RValue>& consts,
+              const std::vector<bool>& is_const, const GraphExec& exec, const KernelContext* outer,
+              int64_t opset, int threads)
+      : step_(step), values_(values), consts_(consts), is_const_(is_const), exec_(exec), outer_(outer),
+        opset_(opset), threads_(threads) {}
+  const Node& node() const override { return *step_.node; }
+  int64_t opset() const override { return opset_; }
+  int num_inputs() const override { return static_cast<int>(step_.in.size()); }
+  int num_outputs() const override { return static_cast<int>(step_.out.size()); }
+  bool has_input(int i) const override {
+    if (i < 0 || i >= num_inputs() || step_.in[static_cast<size_t>(i)] < 0) return false;
+    return value_at(step_.in[static_cast<size_t>(i)]).kind != RValue::Kind::None;
+  }
+  bool has_output(int i) const override { return i >= 0 && i < num_outputs() && step_.out[static_cast<size_t>(i)] >= 0; }
+  const RValue& input_value(int i) const override {
+    if (!has_input(i)) fail("input " + std::to_string(i) + " is absent");
+    return value_at(step_.in[static_cast<size_t>(i)]);
+  }
+  Tensor& allocate_output(int i, DType dtype, const Dims& dims) override {
+    if (!has_output(i)) {
+      scratch_ = Tensor(dtype, dims);
+      return scratch_;
+    }
+    RValue& v = values_[static_cast<size_t>(step_.out[static_cast<size_t>(i)])];
+    v = RValue(Tensor(dtype, dims));
+    return v.tensor;
+  }
+  void set_output(int i, RValue v) override {
+    if (!has_output(i)) return;
+    values_[static_cast<size_t>(step_.out[static_cast<size_t>(i)])] = std::move(v);
+  }
+  int threads() const override { return threads_; }
+  const RValue* lookup(const std::string& name) const override {
+    auto it = exec_.slots_.find(name);
+    if (it != exec_.slots_.end()) {
+      const RValue& v = value_at(it->second);
+      if (v.kind != RValue::Kind::None) return &v;
+    }
+    return outer_ ? outer_->lookup(name) : nullptr;
+  }
+
+ private:
+  const RValue& value_at(int slot) const {
+    size_t s = static_cast<size_t>(slot);
+    if (is_const_[s]) return consts_[s];
+    if (exec_.is_outer_[s] && values_[s].kind == RValue::Kind::None && outer_) {
+      const RValue* v = outer_->lookup(exec_.slot_names_[s]);
+      if (v) return *v;
+    }
+    return values_[s];
+  }
+  const GraphExec::Step& step_;
+  std::vector<RValue>& values_;
+  const std::vector<RValue>& consts_;
+  const std::vector<bool>& is_const_;
+  const GraphExec& exec_;
+  const KernelContext* outer_;
+  int64_t opset_;
+  int threads_;
+  Tensor scratch_;
+};
+
+int GraphExec::slot_of(const std::string& name) {
+  auto it = slots_.find(name);
+  if (it != slots_.end()) return it->second;
+  int s = static_cast<int>(slot_names_.size());
+  slots_.emplace(name, s);
+  slot_names_.push_back(name);
+  constants_.emplace_back();
+  is_const_.push_back(false);
+  is_outer_.push_back(false);
+  return s;
+}
+
+GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64_t>& opsets, const ExecOptions& opts,
+                     const std::vector<std::string>& outer_names)
+    : graph_(g), opsets_(opsets), opts_(opts) {
+  std::set<std::string> init_names;
+  for (const Initializer& init : g.initializers) {
+    int s = slot_of(init.name);
+    constants_[static_cast<size_t>(s)] = RValue(init.tensor);
+    is_const_[static_cast<size_t>(s)] = true;
+    init_names.insert(init.name);
+  }
+  std::set<std::string> input_names;
+  for (const ValueInfo& vi : g.inputs) {
+    input_names.insert(vi.name);
+    // An initializer that is also a graph input is a default the caller may override.
+    if (init_names.count(vi.name)) {
+      is_const_[static_cast<size_t>(slot_of(vi.name))] = false;
+      continue;
+    }
+    formal_inputs_.push_back(&vi);
+    input_slots_.push_back(slot_of(vi.name));
+  }
+  for (const Initializer& init : g.initializers)
+    if (input_names.count(init.name)) {
+      // Not constant: seeded at run time unless fed.
+    }
+  std::set<std::string> outer(outer_names.begin(), outer_names.end());
+  std::set<std::string> defined(input_names);
+  defined.insert(init_names.begin(), init_names.end());
+
+  KernelRegistry& reg = KernelRegistry::instance();
+  std::map<std::string, std::pair<int, std::string>> unsupported;  // op -> count, first node
+  for (const Node& n : g.nodes) {
+    Step st;
+    st.node = &n;
+    for (const auto& in : n.inputs) {
+      if (in.empty()) {
+        st.in.push_back(-1);
+        continue;
+      }
+      int s = slot_of(in);
+      if (!defined.count(in)) {
+        if (!outer.count(in))
+          throw InputError(n.describe() + " reads '" + in + "', which no earlier node, input or initializer defines",
+                           "the graph is not topologically sorted or an input name is dangling");
+        is_outer_[static_cast<size_t>(s)] = true;
+      }
+      st.in.push_back(s);
+    }
+    for (const auto& out : n.outputs) {
+      if (out.empty()) {
+        st.out.push_back(-1);
+        continue;
+      }
+      st.out.push_back(slot_of(out));
+      defined.insert(out);
+    }
+    std::string domain = norm_domain(n.domain);
+    auto oit = opsets_.find(domain);
+    int64_t opset = oit == opsets_.end() ? 0 : oit->second;
+    const KernelFactory* f = reg.find(domain, n.op_type, opset);
+    if (!f) {
+      std::string key = (domain.empty() ? "" : domain + "::") + n.op_type + (reg.has_op(domain, n.op_type) ? " (opset " + std::to_string(opset) + ")" : "");
+      auto& u = unsupported[key];
+      if (u.first++ == 0) u.second = n.describe();
+      steps_.push_back(std::move(st));
+      continue;
+    }
+    // Subgraphs see everything defined so far plus our own outer scope.
+    std::vector<std::string> visible(defined.begin(), defined.end());
+    visible.insert(visible.end(), outer.begin(), outer.end());
+    const std::vector<bool>& is_const = is_const_;
+    const std::vector<RValue>& consts = constants_;
+    std::vector<int> in_slots = st.in;
+    KernelInfo info{n, opset, opts_.fast_paths, opts_.threads,
+                    [&, in_slots](int i) -> const Tensor* {
+                      if (i < 0 || i >= static_cast<int>(in_slots.size()) || in_slots[static_cast<size_t>(i)] < 0) return nullptr;
+                      size_t s = static_cast<size_t>(in_slots[static_cast<size_t>(i)]);
+                      return is_const[s] && consts[s].is_tensor() ? &consts[s].tensor : nullptr;
+                    },
+                    [this, visible](const Graph& sub) -> std::shared_ptr<SubgraphRunner> {
+                      return std::make_shared<GraphExec>(sub, opsets_, opts_, visible);
+                    }};
+    st.kernel = (*f)(info);
+    // Constant nodes fold at build: their outputs become constants.
+    if (n.op_type == "Constant" && domain.empty() && st.out.size() == 1 && st.out[0] >= 0) {
+      std::vector<RValue> tmp(slot_names_.size());
+      NodeContext ctx(st, tmp, constants_, is_const_, *this, nullptr, opset, opts_.threads);
+      st.kernel->run(ctx);
+      size_t s = static_cast<size_t>(st.out[0]);
+      constants_.resize(slot_names_.size());
+      constants_[s] = tmp[s];
+      is_const_[s] = true;
+      continue;
+    }
+    steps_.push_back(std::move(st));
+  }
+  if (!unsupported.empty()) {
+    std::string msg = "the runtime has no kernel for ";
+    bool first = true;
+    for (const auto& [op, u] : unsupported) {
+      msg += (first ? "" : ", ") + op + " (" + std::to_string(u.first) + "x, first at " + u.second + ")";
+      first = false;
+    }
+    throw Error(msg, "run the model in ONNX Runtime, or report the missing op");
+  }
+  for (const ValueInfo& o : g.outputs) {
+    if (!defined.count(o.name) && !outer.count(o.name))
+      throw InputError("graph output '" + o.name + "' is not produced by any node, input or initializer");
+    int s = slot_of(o.name);
+    if (!defined.count(o.name)) is_outer_[static_cast<size_t>(s)] = true;
+    output_slots_.push_back(s);
+  }
+  constants_.resize(slot_names_.size());
+  // Liveness: free a value after its last reader, unless it is an output or constant.
+  std::vector<int> last(slot_names_.size(), -1);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (int s : steps_[i].in)
+      if (s >= 0) last[static_cast<size_t>(s)] = static_cast<int>(i);
+    // Values read inside subgraphs by name stay alive until this step.
+    for (const Attribute& a : steps_[i].node->attributes) {
+      std::set<std::string> reads;
+      if (a.g) collect_reads(*a.g, reads);
+      for (const auto& sg : a.graphs) collect_reads(*sg, reads);
+      for (const auto& r : reads) {
+        auto it = slots_.find(r);
+        if (it != slots_.end()) last[static_cast<size_t>(it->second)] = static_cast<int>(i);
+      }
+    }
+  }
+  std::set<int> keep(output_slots_.begin(), output_slots_.end());
+  for (size_t s = 0; s < last.size(); ++s)
+    if (last[s] >= 0 && !keep.count(static_cast<int>(s)) && !is_const_[s])
+      steps_[static_cast<size_t>(last[s])].release.push_back(static_cast<int>(s));
+}
+
+std::vector<RValue> GraphExec::run_graph(const std::vector<RValue>& inputs, const KernelContext* outer,
+                                         std::unordered_map<std::string, RValue>* keep_all) {
+  std::vector<RValue> values(slot_names_.size());
+  // Overridable initializers start at their defaults.
+  for (const Initializer& init : graph_.initializers) {
+    int s = slots_.at(init.name);
+    if (!is_const_[static_cast<size_t>(s)]) values[static_cast<size_t>(s)] = RValue(init.tensor);
+  }
+  for (size_t i = 0; i < input_slots_.size() && i < inputs.size(); ++i)
+    values[static_cast<size_t>(input_slots_[i])] = inputs[i];
+  for (Step& st : steps_) {
+    auto oit = opsets_.find(norm_domain(st.node->domain));
+    NodeContext ctx(st, values, constants_, is_const_, *this, outer, oit == opsets_.end() ? 0 : oit->second,
+                    opts_.threads);
+    try {
+      st.kernel->run(ctx);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(st.node->describe() + ": " + e.what());
+    }
+    if (keep_all) {
+      for (int s : st.out)
+        if (s >= 0) (*keep_all)[slot_names_[static_cast<size_t>(s)]] = values[static_cast<size_t>(s)];
+    } else {
+      for (int s : st.release) values[static_cast<size_t>(s)] = RValue();
+    }
+  }
+  std::vector<RValue> outs;
+  for (int s : output_slots_) {
+    size_t u = static_cast<size_t>(s);
+    if (is_const_[u]) outs.push_back(constants_[u]);
+    else if (values[u].kind == RValue::Kind::None && is_outer_[u] && outer) {
+      const RValue* v = outer->lookup(slot_names_[u]);
+      outs.push_back(v ? *v : RValue());
+    } else {
+      outs.push_back(values[u]);
+    }
+  }
+  return outs;
+}
+
+}  // namespace t2o

@@ -1,0 +1,57 @@
+#pragma once
+// GraphExec: a compiled graph (the main graph or a subgraph) and how to run it.
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/kernel.h"
+
+namespace t2o {
+
+struct ExecOptions {
+  int threads = 1;
+  bool fast_paths = true;
+};
+
+class GraphExec : public SubgraphRunner {
+ public:
+  // `opsets` maps domain ("" for default) to version. `outer_names` are names visible from
+  // enclosing scopes; anything else a node reads must be produced inside this graph.
+  GraphExec(const Graph& g, const std::unordered_map<std::string, int64_t>& opsets, const ExecOptions& opts,
+            const std::vector<std::string>& outer_names = {});
+
+  // Binds inputs in order of the graph's runtime inputs; `outer` resolves outer-scope names.
+  std::vector<RValue> run_graph(const std::vector<RValue>& inputs, const KernelContext* outer,
+                                std::unordered_map<std::string, RValue>* keep_all = nullptr);
+  std::vector<RValue> run(KernelContext& outer, const std::vector<RValue>& inputs) override {
+    return run_graph(inputs, &outer);
+  }
+  const Graph& graph() const override { return graph_; }
+  const std::vector<const ValueInfo*>& formal_inputs() const { return formal_inputs_; }
+
+ private:
+  friend class NodeContext;
+  struct Step {
+    const Node* node;
+    std::unique_ptr<OpKernel> kernel;
+    std::vector<int> in;   // value slot per input (-1 absent)
+    std::vector<int> out;  // value slot per output (-1 absent)
+    std::vector<int> release;  // slots whose last reader is this step
+  };
+  int slot_of(const std::string& name);
+  const Graph& graph_;
+  std::unordered_map<std::string, int64_t> opsets_;
+  ExecOptions opts_;
+  std::unordered_map<std::string, int> slots_;
+  std::vector<std::string> slot_names_;
+  std::vector<RValue> constants_;  // by slot; undefined where not constant
+  std::vector<bool> is_const_;
+  std::vector<bool> is_outer_;
+  std::vector<const ValueInfo*> formal_inputs_;
+  std::vector<int> input_slots_;
+  std::vector<int> output_slots_;
+  std::vector<Step> steps_;
+};
+
+}  // namespace t2o

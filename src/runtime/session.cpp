@@ -1,0 +1,135 @@
+#include "runtime/session.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <thread>
+
+#include "onnx/model_io.h"
+#include "runtime/exec.h"
+
+namespace t2o {
+
+void set_runtime_threads(int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  omp_set_num_threads(threads);
+}
+
+struct Session::Impl {
+  Model model;
+  SessionOptions opts;
+  std::vector<ValueInfo> inputs;
+  std::unique_ptr<GraphExec> exec;
+
+  void check_input(const ValueInfo& vi, const RValue& v, std::map<std::string, int64_t>& symbols) const {
+    const Type& t = vi.type;
+    if (t.kind == Type::Kind::Tensor) {
+      if (!v.is_tensor()) throw Error("input '" + vi.name + "' must be a tensor", {}, kExitUsage);
+      const Tensor& x = v.tensor;
+      if (t.elem != DType::Undefined && x.dtype() != t.elem)
+        throw Error("input '" + vi.name + "' has element type " + std::string(dtype_name(x.dtype())) +
+                        ", the model expects " + std::string(dtype_name(t.elem)),
+                    {}, kExitUsage);
+      if (!t.shape) return;
+      const Shape& s = *t.shape;
+      if (x.rank() != s.rank())
+        throw Error("input '" + vi.name + "' has rank " + std::to_string(x.rank()) + " (" + dims_to_string(x.dims()) +
+                        "), the model expects rank " + std::to_string(s.rank()) + " (" + s.to_string() + ")",
+                    {}, kExitUsage);
+      for (int i = 0; i < s.rank(); ++i) {
+        const Dim& d = s.dims[static_cast<size_t>(i)];
+        int64_t got = x.dims()[static_cast<size_t>(i)];
+        if (d.is_static() && d.value != got)
+          throw Error("input '" + vi.name + "' has size " + std::to_string(got) + " on axis " + std::to_string(i) +
+                          ", the model expects " + std::to_string(d.value) + " (" + s.to_string() + ")",
+                      {}, kExitUsage);
+        if (d.is_symbolic()) {
+          auto [it, fresh] = symbols.emplace(d.symbol, got);
+          if (!fresh && it->second != got)
+            throw Error("input '" + vi.name + "' has " + d.symbol + "=" + std::to_string(got) + " on axis " +
+                            std::to_string(i) + ", but another input set " + d.symbol + "=" +
+                            std::to_string(it->second),
+                        {}, kExitUsage);
+        }
+      }
+    } else if (t.kind == Type::Kind::Sequence && !v.is_sequence()) {
+      throw Error("input '" + vi.name + "' must be a sequence of tensors", {}, kExitUsage);
+    }
+  }
+
+  std::vector<RValue> bind(const std::map<std::string, RValue>& given) const {
+    for (const auto& [name, v] : given) {
+      bool known = false;
+      for (const auto& vi : model.graph.inputs) known = known || vi.name == name;
+      if (!known) {
+        std::string names;
+        for (const auto& vi : inputs) names += (names.empty() ? "" : ", ") + vi.name;
+        throw Error("the model has no input named '" + name + "'", "its inputs are: " + names, kExitUsage);
+      }
+    }
+    std::vector<RValue> ordered;
+    std::map<std::string, int64_t> symbols;
+    for (const ValueInfo& vi : inputs) {
+      auto it = given.find(vi.name);
+      if (it == given.end()) {
+        if (vi.type.kind == Type::Kind::Optional) {
+          ordered.push_back(RValue());
+          continue;
+        }
+        throw Error("input '" + vi.name + "' (" + vi.type.to_string() + ") is missing", {}, kExitUsage);
+      }
+      check_input(vi, it->second, symbols);
+      ordered.push_back(it->second);
+    }
+    return ordered;
+  }
+};
+
+Session::Session(Model model, SessionOptions opts) : impl_(std::make_unique<Impl>()) {
+  impl_->model = std::move(model);
+  impl_->opts = opts;
+  set_runtime_threads(opts.threads);
+  std::unordered_map<std::string, int64_t> opsets;
+  for (const auto& o : impl_->model.opset_import) opsets[o.domain == "ai.onnx" ? "" : o.domain] = o.version;
+  ExecOptions eo;
+  eo.threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.fast_paths = opts.fast_paths;
+  impl_->exec = std::make_unique<GraphExec>(impl_->model.graph, opsets, eo);
+  for (const ValueInfo* vi : impl_->exec->formal_inputs()) impl_->inputs.push_back(*vi);
+}
+
+Session Session::from_file(const std::string& path, SessionOptions opts) { return Session(load_model(path), opts); }
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<ValueInfo>& Session::outputs() const { return impl_->model.graph.outputs; }
+const Model& Session::model() const { return impl_->model; }
+
+std::map<std::string, RValue> Session::run(const std::map<std::string, RValue>& inputs) {
+  std::vector<RValue> outs = impl_->exec->run_graph(impl_->bind(inputs), nullptr);
+  std::map<std::string, RValue> r;
+  for (size_t i = 0; i < outs.size(); ++i) r[impl_->model.graph.outputs[i].name] = std::move(outs[i]);
+  return r;
+}
+
+std::vector<RValue> Session::run_ordered(const std::vector<RValue>& inputs) {
+  if (inputs.size() != impl_->inputs.size())
+    throw Error("the model takes " + std::to_string(impl_->inputs.size()) + " inputs, " +
+                    std::to_string(inputs.size()) + " were given",
+                {}, kExitUsage);
+  std::map<std::string, RValue> named;
+  for (size_t i = 0; i < inputs.size(); ++i) named[impl_->inputs[i].name] = inputs[i];
+  return impl_->exec->run_graph(impl_->bind(named), nullptr);
+}
+
+std::map<std::string, RValue> Session::run_all(const std::map<std::string, RValue>& inputs) {
+  std::unordered_map<std::string, RValue> all;
+  std::vector<RValue> outs = impl_->exec->run_graph(impl_->bind(inputs), nullptr, &all);
+  std::map<std::string, RValue> r(all.begin(), all.end());
+  for (size_t i = 0; i < outs.size(); ++i) r[impl_->model.graph.outputs[i].name] = std::move(outs[i]);
+  return r;
+}
+
+}  // namespace t2o

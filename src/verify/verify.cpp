@@ -1,0 +1,2 @@
+// Numerical verification (libtorch vs runtime) lives in this library.
+namespace t2o {}
