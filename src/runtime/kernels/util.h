@@ -1,0 +1,97 @@
+#pragma once
+// Small helpers shared by kernel families: axes, broadcasting, strides, parallel loops.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/kernel.h"
+
+namespace t2o::kern {
+
+// Normalises a possibly negative axis against `rank`; throws naming the node when out of range.
+inline int64_t norm_axis(const KernelContext& ctx, int64_t axis, int64_t rank) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max<int64_t>(rank, 1))
+    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return a;
+}
+
+// Numpy-style broadcast of two shapes; throws naming the node when incompatible.
+inline Dims broadcast_dims(const KernelContext& ctx, const Dims& a, const Dims& b) {
+  size_t r = std::max(a.size(), b.size());
+  Dims out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      ctx.fail("cannot broadcast shapes " + dims_to_string(a) + " and " + dims_to_string(b));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+inline Dims strides_of(const Dims& d) {
+  Dims s(d.size(), 1);
+  for (int64_t i = static_cast<int64_t>(d.size()) - 2; i >= 0; --i)
+    s[static_cast<size_t>(i)] = s[static_cast<size_t>(i + 1)] * d[static_cast<size_t>(i + 1)];
+  return s;
+}
+
+// Strides of `in` (right-aligned) viewed as `out`: 0 on broadcast axes.
+inline Dims broadcast_strides(const Dims& in, const Dims& out) {
+  Dims s(out.size(), 0);
+  Dims is = strides_of(in);
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) s[i + off] = in[i] == 1 ? 0 : is[i];
+  return s;
+}
+
+// For each flat output index, the flat offsets into up to 3 broadcast inputs.
+// Iterates with an odometer so there is no division per element.
+template <typename F>
+void for_each_broadcast(const Dims& out, const std::vector<Dims>& in_strides, F&& f) {
+  int64_t n = numel_of(out);
+  if (n == 0) return;
+  size_t r = out.size();
+  size_t k = in_strides.size();
+  std::vector<int64_t> idx(r, 0);
+  std::vector<int64_t> off(k, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, off.data());
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < out[d]) {
+        for (size_t j = 0; j < k; ++j) off[j] += in_strides[j][d];
+        break;
+      }
+      for (size_t j = 0; j < k; ++j) off[j] -= in_strides[j][d] * (out[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+// Runs f(begin, end) over [0, n) in chunks on the session's threads (serially when small).
+template <typename F>
+void parallel_for(int64_t n, int threads, int64_t grain, F&& f) {
+  if (threads <= 1 || n <= grain) {
+    f(int64_t{0}, n);
+    return;
+  }
+  int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
+#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    int64_t b = n * c / chunks, e = n * (c + 1) / chunks;
+    f(b, e);
+  }
+}
+
+// Reads an int64/int32 tensor as a vector of int64.
+inline std::vector<int64_t> to_int_vector(const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.as_int(i);
+  return v;
+}
+
+}  // namespace t2o::kern
