@@ -1,0 +1,95 @@
+// Unary math ops (trigonometric, exponential, rounding, sign) and the IsInf/IsNaN/Not predicates.
+#include <cmath>
+#include <type_traits>
+
+#include "runtime/kernels/elementwise_util.h"
+
+namespace t2o {
+
+namespace {
+
+using namespace kern;
+
+template <typename Op>
+auto fixed(Op op) {
+  return [op](const Node&) { return op; };
+}
+
+// Float input, bool output (IsInf, IsNaN).
+template <typename Op>
+KernelFactory predicate_factory(Op op) {
+  return [op](const KernelInfo& info) {
+    bool fast = info.fast_paths;
+    return std::make_unique<FnKernel>([op, fast](KernelContext& ctx) {
+      const Tensor& x = ctx.input(0);
+      Tensor& out = ctx.allocate_output(0, DType::Bool, x.dims());
+      dispatch_dtype(x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (is_float_like<T>) unary_apply<T, bool>(x, out, op, fast, ctx.threads());
+        else ctx.fail("does not support element type " + std::string(dtype_name(x.dtype())));
+      });
+    });
+  };
+}
+
+struct AbsOp {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return std::fabs(x);
+    else if constexpr (std::is_signed_v<C>) return static_cast<C>(x < 0 ? -x : x);
+    else return x;
+  }
+};
+
+struct SignOp {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+      return static_cast<C>((x > C(0)) - (x < C(0)));
+    } else if constexpr (std::is_signed_v<C>) {
+      return static_cast<C>((x > C(0)) - (x < C(0)));
+    } else {
+      return static_cast<C>(x > C(0));
+    }
+  }
+};
+
+}  // namespace
+
+void register_elementwise_unary_kernels(KernelRegistry& r) {
+  using T = Types;
+  r.add("", "Abs", 6, unary_factory<T::Numeric>(fixed(AbsOp{})));
+  r.add("", "Neg", 6, unary_factory<T::Signed>(fixed([](auto x) { return -x; })));
+  r.add("", "Sign", 9, unary_factory<T::Numeric>(fixed(SignOp{})));
+  r.add("", "Reciprocal", 6, unary_factory<T::Float>(fixed([](auto x) { return decltype(x)(1) / x; })));
+  r.add("", "Sqrt", 6, unary_factory<T::Float>(fixed([](auto x) { return std::sqrt(x); })));
+  r.add("", "Exp", 6, unary_factory<T::Float>(fixed([](auto x) { return std::exp(x); })));
+  r.add("", "Log", 6, unary_factory<T::Float>(fixed([](auto x) { return std::log(x); })));
+  r.add("", "Ceil", 6, unary_factory<T::Float>(fixed([](auto x) { return std::ceil(x); })));
+  r.add("", "Floor", 6, unary_factory<T::Float>(fixed([](auto x) { return std::floor(x); })));
+  // nearbyint rounds half to even in the default rounding mode, as ONNX requires.
+  r.add("", "Round", 11, unary_factory<T::Float>(fixed([](auto x) { return std::nearbyint(x); })));
+  r.add("", "Erf", 9, unary_factory<T::Numeric>(fixed([](auto x) { return std::erf(x); })));
+  r.add("", "Sin", 7, unary_factory<T::Float>(fixed([](auto x) { return std::sin(x); })));
+  r.add("", "Cos", 7, unary_factory<T::Float>(fixed([](auto x) { return std::cos(x); })));
+  r.add("", "Tan", 7, unary_factory<T::Float>(fixed([](auto x) { return std::tan(x); })));
+  r.add("", "Asin", 7, unary_factory<T::Float>(fixed([](auto x) { return std::asin(x); })));
+  r.add("", "Acos", 7, unary_factory<T::Float>(fixed([](auto x) { return std::acos(x); })));
+  r.add("", "Atan", 7, unary_factory<T::Float>(fixed([](auto x) { return std::atan(x); })));
+  r.add("", "Sinh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::sinh(x); })));
+  r.add("", "Cosh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::cosh(x); })));
+  r.add("", "Tanh", 6, unary_factory<T::Float>(fixed([](auto x) { return std::tanh(x); })));
+  r.add("", "Asinh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::asinh(x); })));
+  r.add("", "Acosh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::acosh(x); })));
+  r.add("", "Atanh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::atanh(x); })));
+  r.add("", "Not", 1, unary_factory<T::Bool>(fixed([](bool x) { return !x; })));
+  r.add("", "IsNaN", 9, predicate_factory([](auto x) { return std::isnan(x); }));
+  r.add("", "IsInf", 10, [](const KernelInfo& info) {
+    bool neg = info.node.attr_int("detect_negative", 1) != 0;
+    bool pos = info.node.attr_int("detect_positive", 1) != 0;
+    return predicate_factory([neg, pos](auto x) { return std::isinf(x) && (x > 0 ? pos : neg); })(info);
+  });
+}
+
+}  // namespace t2o

@@ -1,0 +1,215 @@
+#pragma once
+// Machinery shared by the elementwise and activation kernels: compute types for f16/bf16, a
+// broadcast plan that collapses dims so the inner loop runs over a contiguous (or scalar) run,
+// and unary/binary runners with a fast path and a plain reference path.
+#include <array>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "runtime/kernels/util.h"
+
+namespace t2o::kern {
+
+template <typename T>
+constexpr bool is_low_float = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+// The type arithmetic happens in: f16/bf16 are storage only and compute as float.
+template <typename T>
+using calc_t = std::conditional_t<is_low_float<T>, float, T>;
+template <typename T>
+constexpr bool is_float_like = std::is_floating_point_v<calc_t<T>>;
+
+template <typename T>
+inline calc_t<T> ld(T v) {
+  if constexpr (is_low_float<T>) return static_cast<float>(v);
+  else return v;
+}
+
+// Converts a computed value to the storage type R; float -> integer saturates (NaN -> 0) so
+// out-of-range values never hit undefined behaviour.
+template <typename R, typename C>
+inline R st(C v) {
+  if constexpr (is_low_float<R>) {
+    return R(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<R, bool>) {
+    return v != C(0);
+  } else if constexpr (std::is_integral_v<R> && std::is_floating_point_v<C>) {
+    if (std::isnan(v)) return R(0);
+    if (v <= static_cast<C>(std::numeric_limits<R>::lowest())) return std::numeric_limits<R>::lowest();
+    if (v >= static_cast<C>(std::numeric_limits<R>::max())) return std::numeric_limits<R>::max();
+    return static_cast<R>(v);
+  } else {
+    return static_cast<R>(v);
+  }
+}
+
+// Elements per parallel chunk: below this, threading costs more than it saves.
+constexpr int64_t kGrain = 32768;
+
+// A broadcast of K inputs onto `out`, with dims of size 1 dropped and adjacent dims merged
+// where every input walks them contiguously. The innermost dim then has stride 0 or 1 per input.
+template <size_t K>
+struct BcastPlan {
+  Dims cdims;
+  std::array<Dims, K> cstr;
+  std::array<int64_t, K> istr{};
+  int64_t inner = 1;
+  int64_t numel = 0;
+};
+
+template <size_t K>
+BcastPlan<K> make_plan(const Dims& out, const std::array<const Dims*, K>& ins) {
+  BcastPlan<K> p;
+  p.numel = numel_of(out);
+  std::array<Dims, K> s;
+  for (size_t j = 0; j < K; ++j) s[j] = broadcast_strides(*ins[j], out);
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    bool merge = !p.cdims.empty();
+    for (size_t j = 0; j < K && merge; ++j) merge = p.cstr[j].back() == s[j][d] * out[d];
+    if (merge) {
+      p.cdims.back() *= out[d];
+      for (size_t j = 0; j < K; ++j) p.cstr[j].back() = s[j][d];
+      continue;
+    }
+    p.cdims.push_back(out[d]);
+    for (size_t j = 0; j < K; ++j) p.cstr[j].push_back(s[j][d]);
+  }
+  if (p.cdims.empty()) {
+    p.cdims.push_back(1);
+    for (size_t j = 0; j < K; ++j) p.cstr[j].push_back(0);
+  }
+  p.inner = p.cdims.back();
+  for (size_t j = 0; j < K; ++j) p.istr[j] = p.cstr[j].back();
+  return p;
+}
+
+// Calls seg(out_offset, input_offsets, len) for each run of the inner dim, in parallel chunks.
+template <size_t K, typename Seg>
+void plan_run(const BcastPlan<K>& p, int threads, Seg&& seg) {
+  parallel_for(p.numel, threads, kGrain, [&](int64_t b, int64_t e) {
+    size_t r = p.cdims.size();
+    std::vector<int64_t> idx(r);
+    std::array<int64_t, K> off{};
+    int64_t rem = b;
+    for (size_t d = r; d-- > 0;) {
+      idx[d] = rem % p.cdims[d];
+      rem /= p.cdims[d];
+      for (size_t j = 0; j < K; ++j) off[j] += idx[d] * p.cstr[j][d];
+    }
+    int64_t pos = b;
+    while (pos < e) {
+      int64_t len = std::min(p.inner - idx[r - 1], e - pos);
+      seg(pos, off, len);
+      pos += len;
+      idx[r - 1] += len;
+      for (size_t j = 0; j < K; ++j) off[j] += len * p.istr[j];
+      if (idx[r - 1] < p.inner) continue;
+      for (size_t j = 0; j < K; ++j) off[j] -= p.inner * p.istr[j];
+      idx[r - 1] = 0;
+      for (size_t d = r - 1; d-- > 0;) {
+        if (++idx[d] < p.cdims[d]) {
+          for (size_t j = 0; j < K; ++j) off[j] += p.cstr[j][d];
+          break;
+        }
+        for (size_t j = 0; j < K; ++j) off[j] -= p.cstr[j][d] * (p.cdims[d] - 1);
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+// One inner run of a binary op; separate loops per stride pattern so each one vectorizes.
+template <typename A, typename B, typename R, typename Op>
+inline void binary_seg(const A* __restrict a, int64_t sa, const B* __restrict b, int64_t sb, R* __restrict o,
+                       int64_t n, const Op& op) {
+  if (sa && sb) {
+    for (int64_t i = 0; i < n; ++i) o[i] = st<R>(op(ld(a[i]), ld(b[i])));
+  } else if (sa) {
+    const auto y = ld(b[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = st<R>(op(ld(a[i]), y));
+  } else if (sb) {
+    const auto x = ld(a[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = st<R>(op(x, ld(b[i])));
+  } else {
+    const R v = st<R>(op(ld(a[0]), ld(b[0])));
+    for (int64_t i = 0; i < n; ++i) o[i] = v;
+  }
+}
+
+// out = op(a, b) with numpy broadcasting; `out` is already allocated with the broadcast dims.
+template <typename A, typename B, typename R, typename Op>
+void binary_apply(const Tensor& a, const Tensor& b, Tensor& out, const Op& op, bool fast, int threads) {
+  const A* pa = a.data<A>();
+  const B* pb = b.data<B>();
+  R* po = out.data<R>();
+  if (!fast) {
+    std::vector<Dims> s = {broadcast_strides(a.dims(), out.dims()), broadcast_strides(b.dims(), out.dims())};
+    for_each_broadcast(out.dims(), s, [&](int64_t i, const int64_t* off) {
+      po[i] = st<R>(op(ld(pa[off[0]]), ld(pb[off[1]])));
+    });
+    return;
+  }
+  BcastPlan<2> p = make_plan<2>(out.dims(), {&a.dims(), &b.dims()});
+  plan_run(p, threads, [&](int64_t o, const std::array<int64_t, 2>& off, int64_t n) {
+    binary_seg(pa + off[0], p.istr[0], pb + off[1], p.istr[1], po + o, n, op);
+  });
+}
+
+// out = op(x) elementwise; out has x's dims.
+template <typename T, typename R, typename Op>
+void unary_apply(const Tensor& x, Tensor& out, const Op& op, bool fast, int threads) {
+  const T* px = x.data<T>();
+  R* po = out.data<R>();
+  int64_t n = x.numel();
+  if (!fast) {
+    for (int64_t i = 0; i < n; ++i) po[i] = st<R>(op(ld(px[i])));
+    return;
+  }
+  parallel_for(n, threads, kGrain, [&](int64_t b, int64_t e) {
+    const T* __restrict s = px + b;
+    R* __restrict d = po + b;
+    for (int64_t i = 0; i < e - b; ++i) d[i] = st<R>(op(ld(s[i])));
+  });
+}
+
+// Which element types an op accepts.
+enum class Types { Float, Signed, Numeric, Bool, Integer, Unsigned, All };
+
+template <typename T>
+constexpr bool accepts(Types t) {
+  switch (t) {
+    case Types::Float: return is_float_like<T>;
+    case Types::Signed: return is_float_like<T> || (std::is_integral_v<T> && std::is_signed_v<T>);
+    case Types::Numeric: return !std::is_same_v<T, bool>;
+    case Types::Bool: return std::is_same_v<T, bool>;
+    case Types::Integer: return std::is_integral_v<T> && !std::is_same_v<T, bool>;
+    case Types::Unsigned: return std::is_unsigned_v<T> && !std::is_same_v<T, bool>;
+    case Types::All: return true;
+  }
+  return false;
+}
+
+// Runs a unary op whose output has the input's type; rejects types outside `ts` clearly.
+template <Types ts, typename Op>
+void run_unary_same(KernelContext& ctx, const Op& op, bool fast) {
+  const Tensor& x = ctx.input(0);
+  Tensor& out = ctx.allocate_output(0, x.dtype(), x.dims());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (accepts<T>(ts)) unary_apply<T, T>(x, out, op, fast, ctx.threads());
+    else ctx.fail("does not support element type " + std::string(dtype_name(x.dtype())));
+  });
+}
+
+// A factory for a unary op whose functor is built from the node's attributes at session build.
+template <Types ts, typename MakeOp>
+KernelFactory unary_factory(MakeOp make) {
+  return [make](const KernelInfo& info) {
+    auto op = make(info.node);
+    bool fast = info.fast_paths;
+    return std::make_unique<FnKernel>([op, fast](KernelContext& ctx) { run_unary_same<ts>(ctx, op, fast); });
+  };
+}
+
+}  // namespace t2o::kern
