@@ -1,7 +1,356 @@
-#include "runtime/kernel.h"
+// Convolutions: Conv, ConvTranspose, ConvInteger, QLinearConv. Plain reference loops for every
+// dtype and attribute combination; f32 Conv/ConvTranspose go through oneDNN when fast paths are on.
+#include <cmath>
+#include <limits>
+
+#include "runtime/kernels/conv_dnnl.h"
+#include "runtime/kernels/conv_ref.h"
+#include "runtime/kernels/util.h"
 
 namespace t2o {
 
-void register_conv_kernels(KernelRegistry& r) { (void)r; }
+namespace {
+
+using kern::Geom;
+using kern::WindowAttrs;
+
+Dims spatial(const Dims& d) { return Dims(d.begin() + 2, d.end()); }
+
+// Converts the float-family tensors to a common compute type T (float for f16/bf16/f32, double
+// for f64), runs f on raw pointers and writes the result back.
+template <typename F>
+void with_float_buffers(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, F&& f) {
+  DType dt = x.dtype();
+  if (w.dtype() != dt || (b && b->dtype() != dt))
+    ctx.fail("X, W and B must have the same element type (got " + std::string(dtype_name(dt)) + ", " +
+             std::string(dtype_name(w.dtype())) + (b ? ", " + std::string(dtype_name(b->dtype())) : "") + ")");
+  if (dt == DType::Float) return f(x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.data<float>());
+  if (dt == DType::Double) return f(x.data<double>(), w.data<double>(), b ? b->data<double>() : nullptr, y.data<double>());
+  if (dt != DType::Float16 && dt != DType::BFloat16) ctx.fail("unsupported element type " + std::string(dtype_name(dt)));
+  auto conv = [](const Tensor& t) {
+    std::vector<float> v(static_cast<size_t>(t.numel()));
+    for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = static_cast<float>(t.as_double(i));
+    return v;
+  };
+  std::vector<float> xf = conv(x), wf = conv(w), bf = b ? conv(*b) : std::vector<float>{};
+  std::vector<float> yf(static_cast<size_t>(y.numel()));
+  f(xf.data(), wf.data(), b ? bf.data() : nullptr, yf.data());
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      T* p = y.data<T>();
+      for (size_t i = 0; i < yf.size(); ++i) p[i] = T(yf[i]);
+    }
+  });
+}
+
+// Shape checks shared by the conv ops; returns the geometry and fills N, C, M.
+struct ConvShape {
+  int64_t n, c, m;
+  Geom g;
+};
+
+ConvShape conv_shape(const KernelContext& ctx, const WindowAttrs& a, int64_t group, const Tensor& x, const Tensor& w) {
+  if (x.rank() < 3) ctx.fail("X must have rank >= 3 (N x C x spatial), got " + dims_to_string(x.dims()));
+  if (w.rank() != x.rank())
+    ctx.fail("W must have the rank of X, got " + dims_to_string(w.dims()) + " for X " + dims_to_string(x.dims()));
+  if (x.rank() > 5) ctx.fail("only 1, 2 and 3 spatial dimensions are supported");
+  if (group < 1) ctx.fail("group must be positive");
+  ConvShape s{x.dim(0), x.dim(1), w.dim(0), {}};
+  if (s.c != w.dim(1) * group)
+    ctx.fail("X has " + std::to_string(s.c) + " channels but W " + dims_to_string(w.dims()) + " with group " +
+             std::to_string(group) + " expects " + std::to_string(w.dim(1) * group));
+  if (s.m % group != 0) ctx.fail("W's output channels must be divisible by group");
+  Dims k = spatial(w.dims());
+  if (!a.kernel.empty() && a.kernel != k)
+    ctx.fail("kernel_shape does not match W " + dims_to_string(w.dims()));
+  s.g = kern::forward_geom(ctx.node(), a, spatial(x.dims()), k);
+  return s;
+}
+
+void check_bias(const KernelContext& ctx, const Tensor* b, int64_t m) {
+  if (b && (b->rank() != 1 || b->dim(0) != m))
+    ctx.fail("B must have shape [" + std::to_string(m) + "], got " + dims_to_string(b->dims()));
+}
+
+// A plausible input for prepacking at build time, when only the weight's shape is known.
+Geom probe_geom(const Node& node, const WindowAttrs& a, const Dims& k) {
+  Dims in(k.size());
+  Dims dil = a.dilations.empty() ? Dims(k.size(), 1) : a.dilations;
+  for (size_t i = 0; i < k.size(); ++i) in[i] = std::max<int64_t>(32, (k[i] - 1) * dil[i] + 1);
+  return kern::forward_geom(node, a, in, k);
+}
+
+class ConvKernel : public OpKernel {
+ public:
+  explicit ConvKernel(const KernelInfo& info)
+      : attrs_(WindowAttrs::from_node(info.node)), group_(info.node.attr_int("group", 1)) {
+    attrs_.ceil_mode = false;
+    if (!info.fast_paths) return;
+    dnnl_ = std::make_unique<kern::DnnlConv>(false, group_);
+    const Tensor* w = info.constant_input(1);
+    const Tensor* b = info.node.has_input(2) ? info.constant_input(2) : nullptr;
+    bool b_ok = !info.node.has_input(2) || (b && b->dtype() == DType::Float);
+    if (w && w->dtype() == DType::Float && w->rank() >= 3 && b_ok && group_ >= 1 && w->dim(0) % group_ == 0) {
+      try {
+        dnnl_->prepack(*w, b, w->dim(1) * group_, probe_geom(info.node, attrs_, spatial(w->dims())));
+      } catch (const Error&) {
+        // Inconsistent attributes: reported with context at run time.
+      }
+    }
+  }
+
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    ConvShape s = conv_shape(ctx, attrs_, group_, x, w);
+    check_bias(ctx, b, s.m);
+    Dims yd{s.n, s.m};
+    yd.insert(yd.end(), s.g.out.begin(), s.g.out.end());
+    Tensor& y = ctx.allocate_output(0, x.dtype(), yd);
+    if (y.numel() == 0) return;
+    if (dnnl_ && x.dtype() == DType::Float && w.dtype() == DType::Float && (!b || b->dtype() == DType::Float) &&
+        dnnl_->run(x, w, b, s.g, y))
+      return;
+    Geom g3 = s.g.as_3d();
+    with_float_buffers(ctx, x, w, b, y, [&](const auto* xp, const auto* wp, const auto* bp, auto* yp) {
+      kern::conv_ref(xp, wp, bp, yp, s.n, s.c, s.m, group_, g3, ctx.threads());
+    });
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_;
+  std::unique_ptr<kern::DnnlConv> dnnl_;
+};
+
+// ConvTranspose geometry: output size from output_shape, auto_pad or pads + output_padding.
+struct TransposeAttrs {
+  WindowAttrs w;
+  Dims output_padding, output_shape;
+};
+
+Geom transpose_geom(const KernelContext& ctx, const TransposeAttrs& a, const Dims& in, const Dims& k) {
+  size_t n = in.size();
+  Geom g;
+  g.nsp = static_cast<int>(n);
+  g.in = in;
+  g.k = k;
+  g.stride = a.w.strides.empty() ? Dims(n, 1) : a.w.strides;
+  g.dil = a.w.dilations.empty() ? Dims(n, 1) : a.w.dilations;
+  Dims op = a.output_padding.empty() ? Dims(n, 0) : a.output_padding;
+  if (g.stride.size() != n || g.dil.size() != n || op.size() != n)
+    ctx.fail("strides, dilations and output_padding need one value per spatial dimension");
+  if (!a.w.pads.empty() && a.w.pads.size() != 2 * n) ctx.fail("pads needs two values per spatial dimension");
+  Dims os = a.output_shape;
+  if (os.size() == n + 2) os.erase(os.begin(), os.begin() + 2);
+  if (!os.empty() && os.size() != n) ctx.fail("output_shape needs one value per spatial dimension");
+  g.pb.assign(n, 0);
+  g.pe.assign(n, 0);
+  g.out.assign(n, 0);
+  bool same = a.w.auto_pad == "SAME_UPPER" || a.w.auto_pad == "SAME_LOWER";
+  for (size_t i = 0; i < n; ++i) {
+    if (g.stride[i] < 1 || g.dil[i] < 1 || k[i] < 1) ctx.fail("kernel_shape, strides and dilations must be positive");
+    int64_t full = g.stride[i] * (in[i] - 1) + op[i] + (k[i] - 1) * g.dil[i] + 1;
+    if (!os.empty() || same) {
+      g.out[i] = !os.empty() ? os[i] : in[i] * g.stride[i];
+      // An output larger than the full extent is padded at the end; odd padding goes to the end
+      // except for SAME_LOWER (as the ONNX reference outputs do).
+      int64_t total = std::max<int64_t>(0, full - g.out[i]);
+      g.pb[i] = a.w.auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
+      g.pe[i] = total - g.pb[i];
+    } else {
+      if (!a.w.pads.empty()) g.pb[i] = a.w.pads[i], g.pe[i] = a.w.pads[i + n];
+      g.out[i] = full - g.pb[i] - g.pe[i];
+    }
+    if (g.out[i] < 0) ctx.fail("computed output size is negative");
+  }
+  return g;
+}
+
+class ConvTransposeKernel : public OpKernel {
+ public:
+  explicit ConvTransposeKernel(const KernelInfo& info) : group_(info.node.attr_int("group", 1)) {
+    attrs_.w = WindowAttrs::from_node(info.node);
+    attrs_.output_padding = info.node.attr_ints("output_padding");
+    attrs_.output_shape = info.node.attr_ints("output_shape");
+    if (info.fast_paths && group_ >= 1) {
+      dnnl_ = std::make_unique<kern::DnnlConv>(true, group_);
+      const Tensor* w = info.constant_input(1);
+      const Tensor* b = info.node.has_input(2) ? info.constant_input(2) : nullptr;
+      bool b_ok = !info.node.has_input(2) || (b && b->dtype() == DType::Float);
+      if (w && w->dtype() == DType::Float && w->rank() >= 3 && b_ok && w->dim(0) % group_ == 0 &&
+          attrs_.output_shape.empty() && attrs_.w.auto_pad == "NOTSET") {
+        Dims in(static_cast<size_t>(w->rank() - 2), 16);
+        try {
+          dnnl_->prepack(*w, b, w->dim(0), probe(attrs_, in, spatial(w->dims())));
+        } catch (const Error&) {
+          // Inconsistent attributes: reported with context at run time.
+        }
+      }
+    }
+  }
+
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    if (x.rank() < 3 || w.rank() != x.rank())
+      ctx.fail("X (rank >= 3) and W must have the same rank, got " + dims_to_string(x.dims()) + " and " +
+               dims_to_string(w.dims()));
+    if (x.rank() > 5) ctx.fail("only 1, 2 and 3 spatial dimensions are supported");
+    int64_t n = x.dim(0), c = x.dim(1);
+    if (group_ < 1 || w.dim(0) != c || c % group_ != 0)
+      ctx.fail("W " + dims_to_string(w.dims()) + " does not match X's " + std::to_string(c) + " channels with group " +
+               std::to_string(group_));
+    int64_t m = w.dim(1) * group_;
+    Dims k = spatial(w.dims());
+    if (!attrs_.w.kernel.empty() && attrs_.w.kernel != k) ctx.fail("kernel_shape does not match W");
+    check_bias(ctx, b, m);
+    Geom g = transpose_geom(ctx, attrs_, spatial(x.dims()), k);
+    Dims yd{n, m};
+    yd.insert(yd.end(), g.out.begin(), g.out.end());
+    Tensor& y = ctx.allocate_output(0, x.dtype(), yd);
+    if (y.numel() == 0) return;
+    if (dnnl_ && x.dtype() == DType::Float && w.dtype() == DType::Float && (!b || b->dtype() == DType::Float) &&
+        dnnl_->run(x, w, b, g, y))
+      return;
+    Geom g3 = g.as_3d();
+    with_float_buffers(ctx, x, w, b, y, [&](const auto* xp, const auto* wp, const auto* bp, auto* yp) {
+      kern::conv_transpose_ref(xp, wp, bp, yp, n, c, m, group_, g3, ctx.threads());
+    });
+  }
+
+ private:
+  Geom probe(const TransposeAttrs& a, const Dims& in, const Dims& k) const {
+    Geom g;
+    size_t n = in.size();
+    g.nsp = static_cast<int>(n);
+    g.in = in, g.k = k;
+    g.stride = a.w.strides.empty() ? Dims(n, 1) : a.w.strides;
+    g.dil = a.w.dilations.empty() ? Dims(n, 1) : a.w.dilations;
+    Dims op = a.output_padding.empty() ? Dims(n, 0) : a.output_padding;
+    g.pb = a.w.pads.size() == 2 * n ? Dims(a.w.pads.begin(), a.w.pads.begin() + static_cast<long>(n)) : Dims(n, 0);
+    g.pe = a.w.pads.size() == 2 * n ? Dims(a.w.pads.begin() + static_cast<long>(n), a.w.pads.end()) : Dims(n, 0);
+    if (g.stride.size() != n || g.dil.size() != n || op.size() != n) throw Error("bad attributes");
+    g.out.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      g.out[i] = g.stride[i] * (in[i] - 1) + op[i] + (k[i] - 1) * g.dil[i] + 1 - g.pb[i] - g.pe[i];
+    return g;
+  }
+
+  TransposeAttrs attrs_;
+  int64_t group_;
+  std::unique_ptr<kern::DnnlConv> dnnl_;
+};
+
+// Zero points: a scalar, or (for W) one per output channel.
+std::vector<int32_t> zero_points(const KernelContext& ctx, int idx, int64_t per, const char* what) {
+  if (!ctx.has_input(idx)) return std::vector<int32_t>(static_cast<size_t>(per), 0);
+  const Tensor& z = ctx.input(idx);
+  if (z.numel() != 1 && z.numel() != per)
+    ctx.fail(std::string(what) + " must be a scalar or have " + std::to_string(per) + " values");
+  std::vector<int32_t> r(static_cast<size_t>(per));
+  for (int64_t i = 0; i < per; ++i) r[static_cast<size_t>(i)] = static_cast<int32_t>(z.as_int(z.numel() == 1 ? 0 : i));
+  return r;
+}
+
+void check_8bit(const KernelContext& ctx, const Tensor& t, const char* what) {
+  if (t.dtype() != DType::UInt8 && t.dtype() != DType::Int8)
+    ctx.fail(std::string(what) + " must be uint8 or int8, got " + std::string(dtype_name(t.dtype())));
+}
+
+// Integer convolution: (x - x_zp) conv (w - w_zp) [+ b] accumulated in int32.
+std::vector<int32_t> int_conv(const KernelContext& ctx, const WindowAttrs& a, int64_t group, const Tensor& x,
+                              int x_zp_idx, const Tensor& w, int w_zp_idx, const Tensor* b, ConvShape& s) {
+  check_8bit(ctx, x, "X");
+  check_8bit(ctx, w, "W");
+  s = conv_shape(ctx, a, group, x, w);
+  std::vector<int32_t> xz = zero_points(ctx, x_zp_idx, 1, "x_zero_point");
+  std::vector<int32_t> wz = zero_points(ctx, w_zp_idx, s.m, "w_zero_point");
+  std::vector<int32_t> xi(static_cast<size_t>(x.numel())), wi(static_cast<size_t>(w.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i) xi[static_cast<size_t>(i)] = static_cast<int32_t>(x.as_int(i)) - xz[0];
+  int64_t per_m = w.numel() / std::max<int64_t>(1, s.m);
+  for (int64_t i = 0; i < w.numel(); ++i)
+    wi[static_cast<size_t>(i)] = static_cast<int32_t>(w.as_int(i)) - wz[static_cast<size_t>(i / per_m)];
+  std::vector<int32_t> bi;
+  if (b) {
+    if (b->dtype() != DType::Int32) ctx.fail("B must be int32");
+    check_bias(ctx, b, s.m);
+    bi.assign(b->data<int32_t>(), b->data<int32_t>() + s.m);
+  }
+  std::vector<int32_t> y(static_cast<size_t>(s.n * s.m * s.g.out_size()));
+  kern::conv_ref(xi.data(), wi.data(), b ? bi.data() : static_cast<const int32_t*>(nullptr), y.data(), s.n, s.c, s.m,
+                 group, s.g.as_3d(), ctx.threads());
+  return y;
+}
+
+Dims out_dims(const ConvShape& s) {
+  Dims d{s.n, s.m};
+  d.insert(d.end(), s.g.out.begin(), s.g.out.end());
+  return d;
+}
+
+class ConvIntegerKernel : public OpKernel {
+ public:
+  explicit ConvIntegerKernel(const KernelInfo& info)
+      : attrs_(WindowAttrs::from_node(info.node)), group_(info.node.attr_int("group", 1)) {}
+  void run(KernelContext& ctx) override {
+    ConvShape s;
+    std::vector<int32_t> y = int_conv(ctx, attrs_, group_, ctx.input(0), 2, ctx.input(1), 3, nullptr, s);
+    Tensor& out = ctx.allocate_output(0, DType::Int32, out_dims(s));
+    std::copy(y.begin(), y.end(), out.data<int32_t>());
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_;
+};
+
+class QLinearConvKernel : public OpKernel {
+ public:
+  explicit QLinearConvKernel(const KernelInfo& info)
+      : attrs_(WindowAttrs::from_node(info.node)), group_(info.node.attr_int("group", 1)) {}
+  void run(KernelContext& ctx) override {
+    const Tensor* b = ctx.has_input(8) ? &ctx.input(8) : nullptr;
+    ConvShape s;
+    std::vector<int32_t> acc = int_conv(ctx, attrs_, group_, ctx.input(0), 2, ctx.input(3), 5, b, s);
+    const Tensor& xs = ctx.input(1);
+    const Tensor& ws = ctx.input(4);
+    const Tensor& ys = ctx.input(6);
+    const Tensor& yz = ctx.input(7);
+    check_8bit(ctx, yz, "y_zero_point");
+    if (xs.numel() != 1 || ys.numel() != 1 || yz.numel() != 1) ctx.fail("x_scale, y_scale and y_zero_point must be scalars");
+    if (ws.numel() != 1 && ws.numel() != s.m) ctx.fail("w_scale must be a scalar or have one value per output channel");
+    float xsv = static_cast<float>(xs.as_double(0)), ysv = static_cast<float>(ys.as_double(0));
+    int32_t zp = static_cast<int32_t>(yz.as_int(0));
+    bool u8 = yz.dtype() == DType::UInt8;
+    int32_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
+    Tensor& y = ctx.allocate_output(0, yz.dtype(), out_dims(s));
+    int64_t plane = s.g.out_size();
+    for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
+      int64_t m = (i / plane) % s.m;
+      float mult = xsv * static_cast<float>(ws.as_double(ws.numel() == 1 ? 0 : m)) / ysv;
+      float v = std::nearbyint(static_cast<float>(acc[static_cast<size_t>(i)]) * mult) + static_cast<float>(zp);
+      int32_t q = static_cast<int32_t>(std::min<float>(std::max<float>(v, static_cast<float>(lo)), static_cast<float>(hi)));
+      if (u8) y.data<uint8_t>()[i] = static_cast<uint8_t>(q);
+      else y.data<int8_t>()[i] = static_cast<int8_t>(q);
+    }
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_;
+};
+
+}  // namespace
+
+void register_conv_kernels(KernelRegistry& r) {
+  r.add("", "Conv", 1, factory_of<ConvKernel>());
+  r.add("", "ConvTranspose", 1, factory_of<ConvTransposeKernel>());
+  r.add("", "ConvInteger", 10, factory_of<ConvIntegerKernel>());
+  r.add("", "QLinearConv", 10, factory_of<QLinearConvKernel>());
+}
 
 }  // namespace t2o

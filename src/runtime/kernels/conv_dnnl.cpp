@@ -1,0 +1,295 @@
+// oneDNN primitives behind DnnlConv / DnnlPool (see conv_dnnl.h).
+#include "runtime/kernels/conv_dnnl.h"
+
+#include <cstdlib>
+#include <map>
+#include <new>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <utility>
+#include <vector>
+
+#include "runtime/kernels/util.h"
+
+namespace t2o::kern {
+
+namespace {
+
+using dnnl::memory;
+
+// One CPU engine for the process. Streams are per thread so that sessions run from different
+// threads never share one (a CPU stream is a cheap handle).
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+// Grow-only aligned buffers for blocked copies of activations. Kernels of one graph run one at a
+// time on a thread, so two per thread (src and dst) serve every node instead of one per node.
+class Scratch {
+ public:
+  ~Scratch() { ::operator delete(p_, std::align_val_t(64)); }
+  void* get(size_t bytes) {
+    if (bytes > cap_) {
+      ::operator delete(p_, std::align_val_t(64));
+      p_ = ::operator new(bytes, std::align_val_t(64));
+      cap_ = bytes;
+    }
+    return p_;
+  }
+
+ private:
+  void* p_ = nullptr;
+  size_t cap_ = 0;
+};
+Scratch& scratch(int i) {
+  thread_local Scratch s[2];
+  return s[i];
+}
+
+memory::dims mdims(const Dims& d) { return memory::dims(d.begin(), d.end()); }
+
+memory::desc plain_desc(const Dims& d) {
+  return memory::desc(mdims(d), memory::data_type::f32, mdims(strides_of(d)));
+}
+
+memory::desc any_desc(const Dims& d) {
+  return memory::desc(mdims(d), memory::data_type::f32, memory::format_tag::any);
+}
+
+// The ONNX weight tensor described in oneDNN's logical order ([G,] OC, IC, k...).
+memory::desc user_weights_desc(bool transpose, int64_t group, const Dims& w) {
+  int64_t ksz = 1;
+  for (size_t i = 2; i < w.size(); ++i) ksz *= w[i];
+  Dims kdims(w.begin() + 2, w.end());
+  Dims kstr = strides_of(kdims);
+  Dims dims, str;
+  if (!transpose) {  // w: M x C/g x k
+    int64_t mg = w[0] / group, cg = w[1];
+    if (group > 1) dims = {group, mg, cg}, str = {mg * cg * ksz, cg * ksz, ksz};
+    else dims = {w[0], cg}, str = {cg * ksz, ksz};
+  } else {  // w: C x M/g x k
+    int64_t cg = w[0] / group, mg = w[1];
+    if (group > 1) dims = {group, mg, cg}, str = {cg * mg * ksz, ksz, mg * ksz};
+    else dims = {mg, w[0]}, str = {ksz, mg * ksz};
+  }
+  dims.insert(dims.end(), kdims.begin(), kdims.end());
+  str.insert(str.end(), kstr.begin(), kstr.end());
+  return memory::desc(mdims(dims), memory::data_type::f32, mdims(str));
+}
+
+Dims minus_one(const Dims& d) {
+  Dims r(d);
+  for (auto& v : r) --v;
+  return r;
+}
+
+// End padding that makes oneDNN's output-size formula give exactly g.out (it may be negative for
+// transposed convs with output_padding, or larger than pe in ceil mode).
+Dims effective_end_pad(const Geom& g, bool transpose) {
+  Dims pr(static_cast<size_t>(g.nsp));
+  for (size_t i = 0; i < pr.size(); ++i) {
+    int64_t ext = (g.k[i] - 1) * g.dil[i] + 1;
+    pr[i] = transpose ? (g.in[i] - 1) * g.stride[i] + ext - g.pb[i] - g.out[i]
+                      : (g.out[i] - 1) * g.stride[i] + ext - g.in[i] - g.pb[i];
+  }
+  return pr;
+}
+
+void reorder(memory& from, memory& to) {
+  dnnl::reorder(from, to).execute(stream(), from, to);
+}
+
+}  // namespace
+
+struct DnnlConv::Impl {
+  bool transpose;
+  int64_t group;
+  struct Entry {
+    bool ok = false;
+    dnnl::primitive prim;
+    memory::desc src_md, wei_md, dst_md, src_user, dst_user, wei_user;
+    bool src_re = false, dst_re = false, wei_re = false;
+    dnnl::reorder src_r, dst_r;
+    memory wei_mem;  // reordered run-time weights (non-constant weights only)
+  };
+  std::map<Dims, Entry> cache;
+  bool constant = false;
+  Tensor const_w, const_b;
+  std::vector<std::pair<memory::desc, memory>> packed;  // constant weights per oneDNN layout
+
+  dnnl::primitive_desc make_pd(const Dims& xd, const Dims& wd, bool bias, const Geom& g, const Dims& yd) const {
+    memory::desc src = any_desc(xd), dst = any_desc(yd);
+    memory::desc wei(user_weights_desc(transpose, group, wd).dims(), memory::data_type::f32, memory::format_tag::any);
+    memory::desc b({yd[1]}, memory::data_type::f32, memory::format_tag::a);
+    auto st = mdims(g.stride), di = mdims(minus_one(g.dil)), pl = mdims(g.pb), pr = mdims(effective_end_pad(g, transpose));
+    auto fwd = dnnl::prop_kind::forward_inference;
+    if (!transpose) {
+      auto d = bias ? dnnl::convolution_forward::desc(fwd, dnnl::algorithm::convolution_direct, src, wei, b, dst, st, di, pl, pr)
+                    : dnnl::convolution_forward::desc(fwd, dnnl::algorithm::convolution_direct, src, wei, dst, st, di, pl, pr);
+      return dnnl::convolution_forward::primitive_desc(d, engine());
+    }
+    auto d = bias ? dnnl::deconvolution_forward::desc(fwd, dnnl::algorithm::deconvolution_direct, src, wei, b, dst, st, di, pl, pr)
+                  : dnnl::deconvolution_forward::desc(fwd, dnnl::algorithm::deconvolution_direct, src, wei, dst, st, di, pl, pr);
+    return dnnl::deconvolution_forward::primitive_desc(d, engine());
+  }
+
+  Dims out_dims(const Dims& xd, const Dims& wd, const Geom& g) const {
+    Dims yd{xd[0], transpose ? wd[1] * group : wd[0]};
+    yd.insert(yd.end(), g.out.begin(), g.out.end());
+    return yd;
+  }
+
+  memory& packed_for(const memory::desc& md) {
+    for (auto& [d, m] : packed)
+      if (d == md) return m;
+    memory user(user_weights_desc(transpose, group, const_w.dims()), engine(), const_cast<void*>(const_w.raw()));
+    memory m(md, engine());
+    reorder(user, m);
+    stream().wait();
+    packed.emplace_back(md, m);
+    return packed.back().second;
+  }
+};
+
+DnnlConv::DnnlConv(bool transpose, int64_t group) : impl_(std::make_unique<Impl>()) {
+  impl_->transpose = transpose;
+  impl_->group = group;
+}
+DnnlConv::~DnnlConv() = default;
+
+void DnnlConv::prepack(const Tensor& w, const Tensor* bias, int64_t channels, const Geom& probe) {
+  impl_->constant = true;
+  impl_->const_w = w;
+  if (bias) impl_->const_b = *bias;
+  Dims xd{1, channels};
+  xd.insert(xd.end(), probe.in.begin(), probe.in.end());
+  try {
+    auto pd = impl_->make_pd(xd, w.dims(), bias != nullptr, probe, impl_->out_dims(xd, w.dims(), probe));
+    impl_->packed_for(pd.weights_desc());
+  } catch (const dnnl::error&) {
+    // Packed lazily at the first run instead.
+  }
+}
+
+bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom& g, Tensor& y) {
+  Impl& s = *impl_;
+  Dims key = x.dims();
+  key.insert(key.end(), w.dims().begin(), w.dims().end());
+  key.push_back(b ? 1 : 0);
+  auto it = s.cache.find(key);
+  if (it == s.cache.end()) {
+    Impl::Entry e;
+    try {
+      auto pd = s.make_pd(x.dims(), w.dims(), b != nullptr, g, y.dims());
+      e.prim = dnnl::primitive(pd);
+      e.src_md = pd.src_desc();
+      e.wei_md = pd.weights_desc();
+      e.dst_md = pd.dst_desc();
+      e.src_user = plain_desc(x.dims());
+      e.dst_user = plain_desc(y.dims());
+      e.wei_user = user_weights_desc(s.transpose, s.group, w.dims());
+      e.src_re = !(e.src_md == e.src_user);
+      e.dst_re = !(e.dst_md == e.dst_user);
+      e.wei_re = !(e.wei_md == e.wei_user);
+      if (e.src_re) e.src_r = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.src_user, engine(), e.src_md));
+      if (e.dst_re) e.dst_r = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.dst_md, engine(), e.dst_user));
+      if (e.wei_re && !s.constant) e.wei_mem = memory(e.wei_md, engine());
+      e.ok = true;
+    } catch (const dnnl::error&) {
+      e.ok = false;
+    }
+    if (s.cache.size() >= 16) s.cache.clear();  // shapes keep changing: do not grow without bound
+    it = s.cache.emplace(key, std::move(e)).first;
+  }
+  Impl::Entry& e = it->second;
+  if (!e.ok) return false;
+
+  dnnl::stream& st = stream();
+  memory src_user(e.src_user, engine(), const_cast<void*>(x.raw()));
+  memory dst_user(e.dst_user, engine(), y.raw());
+  memory src = src_user, dst = dst_user;
+  if (e.src_re) {
+    src = memory(e.src_md, engine(), scratch(0).get(e.src_md.get_size()));
+    e.src_r.execute(st, src_user, src);
+  }
+  if (e.dst_re) dst = memory(e.dst_md, engine(), scratch(1).get(e.dst_md.get_size()));
+  memory wei;
+  if (s.constant) {
+    wei = e.wei_re ? s.packed_for(e.wei_md) : memory(e.wei_user, engine(), const_cast<void*>(s.const_w.raw()));
+  } else {
+    memory wu(e.wei_user, engine(), const_cast<void*>(w.raw()));
+    if (e.wei_re) {
+      reorder(wu, e.wei_mem);
+      wei = e.wei_mem;
+    } else {
+      wei = wu;
+    }
+  }
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+  if (b) {
+    const Tensor& bt = s.constant && s.const_b.defined() ? s.const_b : *b;
+    args.emplace(DNNL_ARG_BIAS, memory({{bt.numel()}, memory::data_type::f32, memory::format_tag::a}, engine(),
+                                       const_cast<void*>(bt.raw())));
+  }
+  e.prim.execute(st, args);
+  if (e.dst_re) e.dst_r.execute(st, dst, dst_user);
+  st.wait();
+  return true;
+}
+
+struct DnnlPool::Impl {
+  Kind kind;
+  struct Entry {
+    bool ok = false;
+    dnnl::pooling_v2_forward prim;
+    memory::desc src_md, dst_md;
+  };
+  std::map<Dims, Entry> cache;
+};
+
+DnnlPool::DnnlPool(Kind kind) : impl_(std::make_unique<Impl>()) { impl_->kind = kind; }
+DnnlPool::~DnnlPool() = default;
+
+bool DnnlPool::run(const Tensor& x, const Geom& g, Tensor& y) {
+  Impl& s = *impl_;
+  auto it = s.cache.find(x.dims());
+  if (it == s.cache.end()) {
+    Impl::Entry e;
+    Dims pr = effective_end_pad(g, false);
+    bool ok = true;
+    for (size_t i = 0; i < pr.size(); ++i) {
+      // Ceil mode pads the end further; counting those pads would differ from ONNX.
+      if (pr[i] > g.pe[i] && s.kind == Kind::AvgIncludePad) ok = false;
+      pr[i] = std::max(pr[i], g.pe[i]);
+    }
+    try {
+      if (!ok) throw dnnl::error(dnnl_unimplemented, "ceil mode with count_include_pad");
+      auto alg = s.kind == Kind::Max             ? dnnl::algorithm::pooling_max
+                 : s.kind == Kind::AvgIncludePad ? dnnl::algorithm::pooling_avg_include_padding
+                                                 : dnnl::algorithm::pooling_avg_exclude_padding;
+      e.src_md = plain_desc(x.dims());
+      e.dst_md = plain_desc(y.dims());
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, e.src_md, e.dst_md, mdims(g.stride),
+                                       mdims(g.k), mdims(minus_one(g.dil)), mdims(g.pb), mdims(pr));
+      e.prim = dnnl::pooling_v2_forward(dnnl::pooling_v2_forward::primitive_desc(d, engine()));
+      e.ok = true;
+    } catch (const dnnl::error&) {
+      e.ok = false;
+    }
+    if (s.cache.size() >= 16) s.cache.clear();
+    it = s.cache.emplace(x.dims(), std::move(e)).first;
+  }
+  Impl::Entry& e = it->second;
+  if (!e.ok) return false;
+  memory src(e.src_md, engine(), const_cast<void*>(x.raw()));
+  memory dst(e.dst_md, engine(), y.raw());
+  e.prim.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  stream().wait();
+  return true;
+}
+
+}  // namespace t2o::kern
