@@ -1,7 +1,241 @@
-#include "runtime/kernel.h"
+// Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare.
+// The reference kernel walks the input once with an odometer and accumulates into the output
+// (double for floating types, 64-bit for integers). The fast path handles float rows: when the
+// reduced axes are the trailing ones, each output element reduces one contiguous row.
+#include <cmath>
+#include <limits>
+#include <set>
+#include <type_traits>
+
+#include "runtime/kernels/util.h"
 
 namespace t2o {
+namespace kern {
 
-void register_reduce_kernels(KernelRegistry& r) { (void)r; }
+enum class RedOp { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+
+// Shared with the unit tests: reduces float rows [rows x len] into out[rows].
+bool reduce_rows_fast(RedOp op, const float* x, float* out, int64_t rows, int64_t len, int threads);
+
+namespace {
+
+template <typename T>
+constexpr bool is_floatish = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+template <typename T>
+using AccOf = std::conditional_t<is_floatish<T>, double, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+
+template <typename A>
+bool is_nan(A v) {
+  if constexpr (std::is_floating_point_v<A>) return std::isnan(v);
+  else return false;
+}
+
+template <typename T>
+void reduce_ref(RedOp op, const Tensor& x, Tensor& y, const Dims& kept_dims) {
+  using Acc = AccOf<T>;
+  const T* xp = x.data<T>();
+  T* yp = y.data<T>();
+  int64_t n_out = y.numel();
+  int64_t n_in = x.numel();
+  int64_t per = n_out ? n_in / std::max<int64_t>(n_out, 1) : 0;
+  if (n_out == 0) return;
+  Dims rs = strides_of(kept_dims);
+  for (size_t d = 0; d < rs.size(); ++d)
+    if (kept_dims[d] == 1) rs[d] = 0;
+  std::vector<Acc> acc(static_cast<size_t>(n_out));
+  Acc init{};
+  constexpr bool fl = is_floatish<T>;
+  if (op == RedOp::Max) init = fl ? static_cast<Acc>(-std::numeric_limits<double>::infinity()) : std::numeric_limits<Acc>::lowest();
+  if (op == RedOp::Min) init = fl ? static_cast<Acc>(std::numeric_limits<double>::infinity()) : std::numeric_limits<Acc>::max();
+  if (op == RedOp::Prod) init = Acc(1);
+  // Integers keep their own type's limits for Max/Min of an empty set.
+  if constexpr (!fl) {
+    if (op == RedOp::Max) init = static_cast<Acc>(std::numeric_limits<T>::lowest());
+    if (op == RedOp::Min) init = static_cast<Acc>(std::numeric_limits<T>::max());
+  }
+  std::fill(acc.begin(), acc.end(), init);
+  std::vector<double> mx;
+  if (op == RedOp::LogSumExp) {
+    mx.assign(static_cast<size_t>(n_out), -std::numeric_limits<double>::infinity());
+    for_each_broadcast(x.dims(), {rs}, [&](int64_t i, const int64_t* o) {
+      double v = static_cast<double>(xp[i]);
+      if (v > mx[static_cast<size_t>(o[0])]) mx[static_cast<size_t>(o[0])] = v;
+    });
+    for (auto& m : mx)
+      if (std::isinf(m)) m = 0;  // all -inf (or empty): keep exp() finite
+  }
+  for_each_broadcast(x.dims(), {rs}, [&](int64_t i, const int64_t* o) {
+    Acc& a = acc[static_cast<size_t>(o[0])];
+    Acc v = static_cast<Acc>(static_cast<std::conditional_t<fl, double, Acc>>(xp[i]));
+    switch (op) {
+      case RedOp::Sum: case RedOp::Mean: case RedOp::LogSum: a += v; break;
+      case RedOp::Max: if (v > a || is_nan(v)) a = v; break;
+      case RedOp::Min: if (v < a || is_nan(v)) a = v; break;
+      case RedOp::Prod: a *= v; break;
+      case RedOp::L1: a += v < Acc(0) ? Acc(0) - v : v; break;
+      case RedOp::L2: case RedOp::SumSquare: a += v * v; break;
+      case RedOp::LogSumExp: a += static_cast<Acc>(std::exp(static_cast<double>(v) - mx[static_cast<size_t>(o[0])])); break;
+    }
+  });
+  for (int64_t i = 0; i < n_out; ++i) {
+    Acc a = acc[static_cast<size_t>(i)];
+    double d = static_cast<double>(a);
+    switch (op) {
+      case RedOp::Mean:
+        if constexpr (fl) yp[i] = static_cast<T>(d / static_cast<double>(per));
+        else yp[i] = per ? static_cast<T>(a / static_cast<Acc>(per)) : T(0);
+        break;
+      case RedOp::L2: yp[i] = static_cast<T>(std::sqrt(d)); break;
+      case RedOp::LogSum: yp[i] = static_cast<T>(std::log(d)); break;
+      case RedOp::LogSumExp: yp[i] = static_cast<T>(std::log(d) + mx[static_cast<size_t>(i)]); break;
+      default:
+        if constexpr (fl) yp[i] = static_cast<T>(d);
+        else yp[i] = static_cast<T>(a);
+    }
+  }
+}
+
+class ReduceKernel : public OpKernel {
+ public:
+  ReduceKernel(const KernelInfo& info, RedOp op, bool axes_input)
+      : op_(op), axes_input_(axes_input), fast_(info.fast_paths) {
+    axes_ = info.node.attr_ints("axes");
+    keepdims_ = info.node.attr_int("keepdims", 1) != 0;
+    noop_ = info.node.attr_int("noop_with_empty_axes", 0) != 0;
+  }
+
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() == DType::Bool || x.dtype() == DType::String) ctx.fail("does not support " + std::string(dtype_name(x.dtype())) + " input");
+    std::vector<int64_t> axes = axes_;
+    if (axes_input_ && ctx.has_input(1)) {
+      const Tensor& a = ctx.input(1);
+      if (a.rank() > 1) ctx.fail("axes must be a 1-D tensor");
+      axes = to_int_vector(a);
+    }
+    int64_t r = x.rank();
+    if (axes.empty()) {
+      if (noop_) {
+        ctx.set_output(0, x);
+        return;
+      }
+      for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+    }
+    std::set<int64_t> red;
+    for (int64_t a : axes)
+      if (!red.insert(norm_axis(ctx, a, r)).second) ctx.fail("axis " + std::to_string(a) + " is repeated");
+    Dims kept = x.dims(), out;
+    for (int64_t d = 0; d < r; ++d) {
+      if (red.count(d)) {
+        kept[static_cast<size_t>(d)] = 1;
+        if (keepdims_) out.push_back(1);
+      } else {
+        out.push_back(x.dims()[static_cast<size_t>(d)]);
+      }
+    }
+    Tensor& y = ctx.allocate_output(0, x.dtype(), out);
+    if (fast_ && x.dtype() == DType::Float && !red.empty()) {
+      // Trailing axes only: rows are contiguous.
+      int64_t first = *red.begin();
+      if (*red.rbegin() - first + 1 == static_cast<int64_t>(red.size()) && *red.rbegin() == r - 1) {
+        int64_t len = 1;
+        for (int64_t d = first; d < r; ++d) len *= x.dims()[static_cast<size_t>(d)];
+        if (len > 0 && reduce_rows_fast(op_, x.data<float>(), y.data<float>(), y.numel(), len, ctx.threads())) return;
+      }
+    }
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      if constexpr (!std::is_same_v<T, bool>) reduce_ref<T>(op_, x, y, kept);
+    });
+  }
+
+ private:
+  RedOp op_;
+  bool axes_input_;
+  bool fast_;
+  std::vector<int64_t> axes_;
+  bool keepdims_ = true;
+  bool noop_ = false;
+};
+
+KernelFactory reduce_factory(RedOp op, bool axes_input) {
+  return [op, axes_input](const KernelInfo& info) { return std::make_unique<ReduceKernel>(info, op, axes_input); };
+}
+
+}  // namespace
+
+bool reduce_rows_fast(RedOp op, const float* x, float* out, int64_t rows, int64_t len, int threads) {
+  if (op != RedOp::Sum && op != RedOp::Mean && op != RedOp::Max && op != RedOp::Min && op != RedOp::SumSquare &&
+      op != RedOp::L2 && op != RedOp::L1)
+    return false;
+  parallel_for(rows, threads, std::max<int64_t>(1, 16384 / len), [&](int64_t b, int64_t e) {
+    constexpr int W = 8;  // independent partial accumulators so the loop vectorizes
+    for (int64_t r = b; r < e; ++r) {
+      const float* p = x + r * len;
+      float part[W];
+      int64_t i = 0;
+      if (op == RedOp::Max || op == RedOp::Min) {
+        bool mx = op == RedOp::Max;
+        float m = p[0];
+        bool nan = false;
+        for (int64_t j = 0; j < len; ++j) {
+          float v = p[j];
+          nan |= v != v;
+          m = mx ? (v > m ? v : m) : (v < m ? v : m);
+        }
+        out[r] = nan ? std::numeric_limits<float>::quiet_NaN() : m;
+        continue;
+      }
+      for (float& v : part) v = 0;
+      for (; i + W <= len; i += W)
+        for (int k = 0; k < W; ++k) {
+          float v = p[i + k];
+          part[k] += op == RedOp::SumSquare || op == RedOp::L2 ? v * v : op == RedOp::L1 ? std::fabs(v) : v;
+        }
+      float s = 0;
+      for (; i < len; ++i) {
+        float v = p[i];
+        s += op == RedOp::SumSquare || op == RedOp::L2 ? v * v : op == RedOp::L1 ? std::fabs(v) : v;
+      }
+      for (float v : part) s += v;
+      if (op == RedOp::Mean) s /= static_cast<float>(len);
+      if (op == RedOp::L2) s = std::sqrt(s);
+      out[r] = s;
+    }
+  });
+  return true;
+}
+
+void register_softmax_kernels(KernelRegistry& r);
+
+}  // namespace kern
+
+void register_reduce_kernels(KernelRegistry& r) {
+  using kern::RedOp;
+  using kern::reduce_factory;
+  // ReduceSum took axes as an input from 13; the others from 18.
+  r.add("", "ReduceSum", 1, reduce_factory(RedOp::Sum, false));
+  r.add("", "ReduceSum", 13, reduce_factory(RedOp::Sum, true));
+  r.add("", "ReduceMean", 1, reduce_factory(RedOp::Mean, false));
+  r.add("", "ReduceMean", 18, reduce_factory(RedOp::Mean, true));
+  r.add("", "ReduceMax", 1, reduce_factory(RedOp::Max, false));
+  r.add("", "ReduceMax", 18, reduce_factory(RedOp::Max, true));
+  r.add("", "ReduceMin", 1, reduce_factory(RedOp::Min, false));
+  r.add("", "ReduceMin", 18, reduce_factory(RedOp::Min, true));
+  r.add("", "ReduceProd", 1, reduce_factory(RedOp::Prod, false));
+  r.add("", "ReduceProd", 18, reduce_factory(RedOp::Prod, true));
+  r.add("", "ReduceL1", 1, reduce_factory(RedOp::L1, false));
+  r.add("", "ReduceL1", 18, reduce_factory(RedOp::L1, true));
+  r.add("", "ReduceL2", 1, reduce_factory(RedOp::L2, false));
+  r.add("", "ReduceL2", 18, reduce_factory(RedOp::L2, true));
+  r.add("", "ReduceLogSum", 1, reduce_factory(RedOp::LogSum, false));
+  r.add("", "ReduceLogSum", 18, reduce_factory(RedOp::LogSum, true));
+  r.add("", "ReduceLogSumExp", 1, reduce_factory(RedOp::LogSumExp, false));
+  r.add("", "ReduceLogSumExp", 18, reduce_factory(RedOp::LogSumExp, true));
+  r.add("", "ReduceSumSquare", 1, reduce_factory(RedOp::SumSquare, false));
+  r.add("", "ReduceSumSquare", 18, reduce_factory(RedOp::SumSquare, true));
+  kern::register_softmax_kernels(r);
+}
 
 }  // namespace t2o

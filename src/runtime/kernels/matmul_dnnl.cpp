@@ -1,0 +1,109 @@
+// oneDNN fast path for float MatMul and Gemm. A primitive is created once per shape and cached;
+// a constant B is reordered once into the layout the primitive prefers (format_tag::any) and the
+// packed copy is kept for every later run of that shape.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "runtime/kernels/util.h"
+
+namespace t2o::kern {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+namespace {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+}  // namespace
+
+struct DnnlMatmul {
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.0f;
+  Tensor const_b;  // 2-D, as stored (K x N, or N x K when trans_b); undefined when B is an input
+  struct Prim {
+    dnnl::matmul prim;
+    memory::desc w_desc;
+    std::shared_ptr<memory> packed_b;  // for a constant B: the reordered weights
+  };
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>, Prim> cache;
+  std::mutex mu;
+};
+
+std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b) {
+  auto m = std::make_shared<DnnlMatmul>();
+  m->trans_a = trans_a;
+  m->trans_b = trans_b;
+  m->alpha = alpha;
+  if (const_b && const_b->dtype() == DType::Float && const_b->rank() == 2) m->const_b = *const_b;
+  return m;
+}
+
+// C[batch, M, N] = alpha * op(A) op(B) (+ bias[N]) (+ beta_sum * C). A has batch_a (1 or batch)
+// matrices, B batch_b (1 or batch); a constant B is used when b is null. Returns false when
+// oneDNN rejects the configuration (the caller then runs the reference kernel).
+bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M, int64_t K, int64_t N,
+                     const float* a, const float* b, const float* bias, float beta_sum, float* c) {
+  if (!b && !m.const_b.defined()) return false;
+  int64_t batch = std::max(batch_a, batch_b);
+  try {
+    std::lock_guard<std::mutex> lock(m.mu);
+    auto key = std::make_tuple(batch_a, batch_b, M, K, N, bias != nullptr, beta_sum != 0.0f);
+    auto it = m.cache.find(key);
+    memory::dims ad = {batch_a, M, K}, bd = {batch_b, K, N}, cd = {batch, M, N};
+    memory::desc a_md(ad, dt::f32, m.trans_a ? tag::acb : tag::abc);
+    memory::desc b_plain(bd, dt::f32, m.trans_b ? tag::acb : tag::abc);
+    memory::desc c_md(cd, dt::f32, tag::abc);
+    memory::desc bias_md({1, 1, N}, dt::f32, tag::abc);
+    if (it == m.cache.end()) {
+      bool packed = !b;
+      memory::desc b_md = packed ? memory::desc(bd, dt::f32, tag::any) : b_plain;
+      dnnl::primitive_attr attr;
+      if (m.alpha != 1.0f) attr.set_output_scales(0, {m.alpha});
+      if (beta_sum != 0.0f) {
+        dnnl::post_ops po;
+        po.append_sum(beta_sum);
+        attr.set_post_ops(po);
+      }
+      auto d = bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);
+      dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
+      DnnlMatmul::Prim p{dnnl::matmul(pd), pd.weights_desc(), nullptr};
+      if (packed) {
+        // Reuse a packing another shape already made when the layouts agree.
+        for (auto& [k, other] : m.cache)
+          if (other.packed_b && other.w_desc == p.w_desc) p.packed_b = other.packed_b;
+        if (!p.packed_b) {
+          memory src(b_plain, cpu_engine(), const_cast<void*>(m.const_b.raw()));
+          p.packed_b = std::make_shared<memory>(p.w_desc, cpu_engine());
+          dnnl::stream s(cpu_engine());
+          dnnl::reorder(src, *p.packed_b).execute(s, src, *p.packed_b);
+          s.wait();
+        }
+      }
+      it = m.cache.emplace(key, std::move(p)).first;
+    }
+    DnnlMatmul::Prim& p = it->second;
+    memory am(a_md, cpu_engine(), const_cast<float*>(a));
+    memory cm(c_md, cpu_engine(), c);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_DST, cm}};
+    if (p.packed_b) args.emplace(DNNL_ARG_WEIGHTS, *p.packed_b);
+    else args.emplace(DNNL_ARG_WEIGHTS, memory(b_plain, cpu_engine(), const_cast<float*>(b)));
+    if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_md, cpu_engine(), const_cast<float*>(bias)));
+    dnnl::stream s(cpu_engine());
+    p.prim.execute(s, args);
+    s.wait();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+}  // namespace t2o::kern

@@ -1,0 +1,155 @@
+// Softmax, LogSoftmax, Hardmax. Before opset 13 the input is coerced to 2-D at `axis`
+// (rows = dims before axis, row length = product of the rest); from 13 the op runs along one axis.
+// Both become (outer, n, inner) with stride `inner` along the reduced axis.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "runtime/kernels/util.h"
+
+namespace t2o {
+namespace kern {
+
+enum class SoftKind { Softmax, LogSoftmax, Hardmax };
+
+// Shared with the unit tests: softmax/logsoftmax over contiguous float rows.
+void softmax_rows_fast(SoftKind kind, const float* x, float* y, int64_t rows, int64_t n, int threads);
+
+namespace {
+
+// exp(x) written with plain arithmetic so the row loops vectorize (no libm call):
+// x = k*ln2 + r, |r| <= ln2/2, exp(r) by a degree-7 Taylor polynomial (error < 1e-8), times 2^k.
+inline float exp_vec(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  float kf = x * 1.44269504088896341f + shifter;
+  kf -= shifter;
+  float r = x - kf * 0.693359375f;  // ln2 split in two parts for exact range reduction
+  r -= kf * -2.12194440e-4f;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t k = static_cast<int32_t>(kf);
+  int32_t bits = (k + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
+template <typename T>
+void softmax_ref(SoftKind kind, const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      const T* xp = x + o * n * inner + in;
+      T* yp = y + o * n * inner + in;
+      if (kind == SoftKind::Hardmax) {
+        int64_t best = 0;
+        for (int64_t j = 1; j < n; ++j)
+          if (static_cast<double>(xp[j * inner]) > static_cast<double>(xp[best * inner])) best = j;
+        for (int64_t j = 0; j < n; ++j) yp[j * inner] = static_cast<T>(j == best ? 1.0f : 0.0f);
+        continue;
+      }
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(xp[j * inner]));
+      double s = 0;
+      for (int64_t j = 0; j < n; ++j) s += std::exp(static_cast<double>(xp[j * inner]) - m);
+      double ls = std::log(s);
+      for (int64_t j = 0; j < n; ++j) {
+        double v = static_cast<double>(xp[j * inner]) - m;
+        yp[j * inner] = static_cast<T>(static_cast<float>(kind == SoftKind::Softmax ? std::exp(v) / s : v - ls));
+      }
+    }
+}
+
+class SoftmaxKernel : public OpKernel {
+ public:
+  SoftmaxKernel(const KernelInfo& info, SoftKind kind) : kind_(kind), fast_(info.fast_paths) {
+    coerce_2d_ = info.opset < 13;
+    axis_ = info.node.attr_int("axis", coerce_2d_ ? 1 : -1);
+  }
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (!dtype_is_float(x.dtype())) ctx.fail("expects a floating-point input, got " + std::string(dtype_name(x.dtype())));
+    int64_t r = x.rank();
+    int64_t axis = r == 0 ? 0 : norm_axis(ctx, axis_, r);
+    int64_t outer = 1, n = 1, inner = 1;
+    for (int64_t d = 0; d < r; ++d) {
+      int64_t v = x.dims()[static_cast<size_t>(d)];
+      if (d < axis) outer *= v;
+      else if (d == axis || coerce_2d_) n *= v;
+      else inner *= v;
+    }
+    Tensor& y = ctx.allocate_output(0, x.dtype(), x.dims());
+    if (x.numel() == 0) return;
+    if (fast_ && inner == 1 && x.dtype() == DType::Float && kind_ != SoftKind::Hardmax) {
+      softmax_rows_fast(kind_, x.data<float>(), y.data<float>(), outer, n, ctx.threads());
+      return;
+    }
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      if constexpr (!std::is_same_v<T, bool>)
+        softmax_ref<T>(kind_, x.data<T>(), y.data<T>(), outer, n, inner);
+    });
+  }
+
+ private:
+  SoftKind kind_;
+  bool fast_;
+  bool coerce_2d_;
+  int64_t axis_;
+};
+
+KernelFactory softmax_factory(SoftKind kind) {
+  return [kind](const KernelInfo& info) { return std::make_unique<SoftmaxKernel>(info, kind); };
+}
+
+}  // namespace
+
+void softmax_rows_fast(SoftKind kind, const float* x, float* y, int64_t rows, int64_t n, int threads) {
+  parallel_for(rows, threads, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float* xp = x + r * n;
+      float* yp = y + r * n;
+      float m = xp[0];
+      for (int64_t j = 1; j < n; ++j) m = xp[j] > m ? xp[j] : m;
+      if (std::isinf(m) || std::isnan(m)) {  // rare: let the careful code handle infinities and NaN
+        softmax_ref<float>(kind, xp, yp, 1, n, 1);
+        continue;
+      }
+      // Separate loops: the exp loop vectorizes; the sum keeps 8 partial sums so it does too.
+      for (int64_t j = 0; j < n; ++j) yp[j] = exp_vec(xp[j] - m);
+      float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      int64_t j = 0;
+      for (; j + 8 <= n; j += 8)
+        for (int k = 0; k < 8; ++k) part[k] += yp[j + k];
+      float s = 0;
+      for (; j < n; ++j) s += yp[j];
+      for (float v : part) s += v;
+      if (kind == SoftKind::Softmax) {
+        float inv = 1.0f / s;
+        for (int64_t i = 0; i < n; ++i) yp[i] *= inv;
+      } else {
+        float ls = std::log(s) + m;
+        for (int64_t i = 0; i < n; ++i) yp[i] = xp[i] - ls;
+      }
+    }
+  });
+}
+
+void register_softmax_kernels(KernelRegistry& r) {
+  r.add("", "Softmax", 1, softmax_factory(SoftKind::Softmax));
+  r.add("", "Softmax", 13, softmax_factory(SoftKind::Softmax));
+  r.add("", "LogSoftmax", 1, softmax_factory(SoftKind::LogSoftmax));
+  r.add("", "LogSoftmax", 13, softmax_factory(SoftKind::LogSoftmax));
+  r.add("", "Hardmax", 1, softmax_factory(SoftKind::Hardmax));
+  r.add("", "Hardmax", 13, softmax_factory(SoftKind::Hardmax));
+}
+
+}  // namespace kern
+}  // namespace t2o
