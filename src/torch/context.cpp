@@ -1,0 +1,316 @@
+#include "torch/context.h"
+
+#include <cstring>
+#include <set>
+
+#include "torch/ops/ops.h"
+
+namespace t2o {
+
+Tensor tensor_from_torch(const at::Tensor& src) {
+  at::Tensor t = src.contiguous();
+  DType d = dtype_from_scalar_type(t.scalar_type());
+  if (d == DType::Undefined) throw UnsupportedError("tensor of type " + std::string(c10::toString(t.scalar_type())));
+  Tensor r(d, t.sizes().vec());
+  if (r.nbytes()) std::memcpy(r.raw(), t.data_ptr(), r.nbytes());
+  return r;
+}
+
+at::Tensor tensor_to_torch(const Tensor& t) {
+  at::Tensor r = at::empty(t.dims(), at::TensorOptions().dtype(scalar_type_from_dtype(t.dtype())));
+  if (t.nbytes()) std::memcpy(r.data_ptr(), t.raw(), t.nbytes());
+  return r;
+}
+
+DType promote_dtypes(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::Undefined) return b;
+  if (b == DType::Undefined) return a;
+  auto r = c10::promoteTypes(scalar_type_from_dtype(a), scalar_type_from_dtype(b));
+  return dtype_from_scalar_type(r);
+}
+
+const TV& Ctx::get(const TValue* v) const {
+  auto it = vals_.find(v);
+  if (it == vals_.end()) throw Error("internal: value %" + v->debugName() + " used before it was converted");
+  return it->second;
+}
+
+static void fill_from_observed(TV& tv, const Observed* o) {
+  if (!o) return;
+  if (tv.kind == TV::Kind::Tensor) {
+    if (tv.dtype == DType::Undefined) tv.dtype = o->dtype;
+    if (o->kind == Observed::Kind::Tensor && !tv.rank_known && o->rank_known && o->dtype != DType::Undefined) {
+      tv.shape = o->sizes;
+      tv.rank_known = true;
+    }
+    if (o->kind == Observed::Kind::Int || o->kind == Observed::Kind::Float || o->kind == Observed::Kind::Bool) {
+      tv.number = true;
+      tv.shape.clear();
+      tv.rank_known = true;
+    }
+  } else if (tv.kind == TV::Kind::List && (o->kind == Observed::Kind::List || o->kind == Observed::Kind::Tuple) &&
+             o->elems.size() == tv.items.size()) {
+    for (size_t i = 0; i < tv.items.size(); ++i) fill_from_observed(tv.items[i], &o->elems[i]);
+  }
+}
+
+void Ctx::set(const TValue* v, TV tv) {
+  fill_from_observed(tv, prof_.get(v));
+  vals_[v] = std::move(tv);
+}
+
+const c10::IValue& Ctx::cval(const TNode* n, size_t i) const {
+  const TV& v = in(n, i);
+  if (!v.is_const())
+    throw UnsupportedError(std::string(n->kind().toQualString()) + " with a computed (non-constant) argument " +
+                           std::to_string(i));
+  return v.c;
+}
+
+std::vector<int64_t> Ctx::ints(const TNode* n, size_t i) const {
+  const TV& v = in(n, i);
+  if (v.kind == TV::Kind::List) {
+    std::vector<int64_t> r;
+    for (const TV& e : v.items) {
+      if (!e.is_const()) cval(n, i);  // throws
+      r.push_back(e.c.toInt());
+    }
+    return r;
+  }
+  const c10::IValue& c = cval(n, i);
+  if (c.isInt()) return {c.toInt()};
+  return c.toIntVector();
+}
+
+DType Ctx::dtype_of(const TV& v) const {
+  if (v.kind == TV::Kind::Tensor) return v.dtype;
+  if (v.kind != TV::Kind::Const) return DType::Undefined;
+  if (v.c.isTensor()) return dtype_from_scalar_type(v.c.toTensor().scalar_type());
+  if (v.c.isInt()) return DType::Int64;
+  if (v.c.isDouble()) return DType::Float;
+  if (v.c.isBool()) return DType::Bool;
+  return DType::Undefined;
+}
+
+int Ctx::rank(const TNode* n, size_t i) const {
+  const TV& v = in(n, i);
+  if (v.is_const() && v.c.isTensor()) return static_cast<int>(v.c.toTensor().dim());
+  if (v.is_const()) return 0;
+  if (!v.rank_known) throw UnsupportedError(std::string(n->kind().toQualString()) + " on a value of unknown rank");
+  return static_cast<int>(v.shape.size());
+}
+
+DType Ctx::out_dtype(const TNode* n, size_t k) const {
+  const Observed* o = prof_.get(n->output(k));
+  if (!o || o->dtype == DType::Undefined)
+    throw UnsupportedError(std::string(n->kind().toQualString()) + ": output type unknown (never executed?)");
+  return o->dtype;
+}
+
+int Ctx::out_rank(const TNode* n, size_t k) const { return static_cast<int>(out_shape(n, k).size()); }
+
+std::vector<int64_t> Ctx::out_shape(const TNode* n, size_t k) const {
+  const Observed* o = prof_.get(n->output(k));
+  if (!o || !o->rank_known)
+    throw UnsupportedError(std::string(n->kind().toQualString()) + ": output shape unknown (never executed?)");
+  return o->sizes;
+}
+
+std::string Ctx::tensor(const TV& v) {
+  switch (v.kind) {
+    case TV::Kind::Tensor: return v.name;
+    case TV::Kind::Const: {
+      const c10::IValue& c = v.c;
+      if (c.isTensor()) return b.constant(tensor_from_torch(c.toTensor()), "weight");
+      if (c.isInt()) return b.i64(c.toInt());
+      if (c.isDouble()) return b.scalar(c.toDouble(), DType::Float);
+      if (c.isBool()) return b.scalar(c.toBool(), DType::Bool);
+      if (c.isIntList()) return b.i64s(c.toIntVector());
+      if (c.isDoubleList()) {
+        auto d = c.toDoubleVector();
+        return b.vec(d, DType::Float);
+      }
+      if (c.isBoolList()) {
+        std::vector<double> d;
+        for (bool x : c.toBoolList()) d.push_back(x);
+        return b.vec(d, DType::Bool);
+      }
+      throw UnsupportedError("constant of type " + c.tagKind() + " used as a tensor");
+    }
+    case TV::Kind::List: {
+      bool ints = true;
+      for (const TV& e : v.items) ints = ints && (dtype_of(e) == DType::Int64) && (e.is_const() || e.number);
+      if (ints) return ints_tensor(v);
+      throw UnsupportedError("a list of tensors used as one tensor");
+    }
+    default: throw Error("internal: unset value");
+  }
+}
+
+std::string Ctx::tensor_as(const TV& v, DType d) {
+  if (v.is_const()) {
+    const c10::IValue& c = v.c;
+    if (c.isInt() || c.isDouble() || c.isBool()) return b.scalar(c.toScalar().toDouble(), d);
+    if (c.isTensor()) return b.constant(tensor_from_torch(c.toTensor().to(scalar_type_from_dtype(d))), "weight");
+  }
+  std::string name = tensor(v);
+  DType have = dtype_of(v);
+  if (v.kind == TV::Kind::List) have = DType::Int64;
+  return have == d ? name : b.cast(name, d);
+}
+
+std::string Ctx::int_tensor(const TV& v) {
+  if (v.is_const()) return b.i64(v.c.toInt());
+  return tensor_as(v, DType::Int64);
+}
+
+std::string Ctx::ints_tensor(const TV& list) {
+  if (list.is_const()) {
+    if (list.c.isInt()) return b.i64s({list.c.toInt()});
+    return b.i64s(list.c.toIntVector());
+  }
+  if (list.kind == TV::Kind::Tensor) return tensor_as(list, DType::Int64);
+  bool all_const = true;
+  for (const TV& e : list.items) all_const = all_const && e.is_const();
+  if (all_const) {
+    std::vector<int64_t> v;
+    for (const TV& e : list.items) v.push_back(e.c.toInt());
+    return b.i64s(v);
+  }
+  // Runs of constants become one initializer; computed elements are unsqueezed to 1-D.
+  std::vector<std::string> parts;
+  std::vector<int64_t> run;
+  for (const TV& e : list.items) {
+    if (e.is_const()) {
+      run.push_back(e.c.toInt());
+      continue;
+    }
+    if (!run.empty()) parts.push_back(b.i64s(run)), run.clear();
+    std::string x = tensor_as(e, DType::Int64);
+    parts.push_back(e.rank_known && e.shape.size() == 1 ? x : b.unsqueeze(x, {0}));
+  }
+  if (!run.empty()) parts.push_back(b.i64s(run));
+  return b.concat(parts, 0);
+}
+
+std::string Ctx::source_of(const TNode* n) {
+  auto flc = n->sourceRange().file_line_col();
+  if (!flc) return {};
+  std::string file = std::get<0>(*flc);
+  auto slash = file.find_last_of('/');
+  if (slash != std::string::npos) file = file.substr(slash + 1);
+  return file + ":" + std::to_string(std::get<1>(*flc));
+}
+
+void Ctx::convert_block(torch::jit::Block* block) {
+  for (TNode* n : block->nodes()) convert_node(n);
+}
+
+bool Ctx::try_fold(TNode* n) {
+  if (!n->blocks().empty() || n->kind() == c10::prim::Constant) return false;
+  for (const TValue* v : n->inputs())
+    if (!get(v).is_const()) return false;
+  static const std::set<c10::Symbol> foldable_prims{c10::prim::ListConstruct, c10::prim::TupleConstruct,
+                                                    c10::prim::ListUnpack,    c10::prim::TupleUnpack,
+                                                    c10::prim::NumToTensor,   c10::prim::TupleIndex};
+  if (n->isNondeterministic() || n->hasSideEffects()) return false;
+  if (n->kind().is_prim() && !foldable_prims.count(n->kind())) return false;
+  if (!n->kind().is_prim() && !n->maybeSchema()) return false;
+  torch::jit::Stack stack;
+  bool tensor_in = false;
+  for (const TValue* v : n->inputs()) {
+    stack.push_back(get(v).c);
+    if (get(v).c.isTensor()) tensor_in = true;
+  }
+  try {
+    n->getOperation()(stack);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (stack.size() != n->outputs().size()) return false;
+  // Creation ops would otherwise bake large filled tensors into the model.
+  for (const c10::IValue& r : stack)
+    if (r.isTensor() && !tensor_in && r.toTensor().numel() > 64) return false;
+  for (size_t k = 0; k < stack.size(); ++k) {
+    c10::IValue r = stack[k];
+    if (r.isTensor()) r = r.toTensor().clone();  // outputs may alias inputs that later ops mutate
+    set(n->output(k), TV::constant(r));
+  }
+  return true;
+}
+
+void Ctx::convert_node(TNode* n) {
+  std::string kind = n->kind().toQualString();
+  bool poisoned = false;
+  for (const TValue* v : n->inputs()) poisoned = poisoned || poisoned_.count(v);
+  auto poison = [&] {
+    for (const TValue* o : n->outputs()) {
+      poisoned_[o] = true;
+      vals_[o] = TV::constant(c10::IValue());
+    }
+  };
+  if (poisoned) return poison();
+  if (n->kind() == c10::prim::Constant) {
+    set(n->output(), TV::constant(torch::jit::toIValue(n->output()).value()));
+    return;
+  }
+  if (try_fold(n)) return;
+  const auto& table = op_table();
+  auto it = table.find(kind);
+  bool inplace_fallback = false;
+  if (it == table.end() && kind.size() > 1 && kind.back() == '_') {
+    it = table.find(kind.substr(0, kind.size() - 1));
+    inplace_fallback = it != table.end();
+  }
+  std::string src = source_of(n);
+  if (it == table.end()) {
+    unsupported[kind].push_back(src);
+    return poison();
+  }
+  b.set_origin(src, kind);
+  try {
+    if (b.opset() < it->second.min_opset) throw OpsetError(kind, it->second.min_opset);
+    it->second.fn(*this, n);
+  } catch (const OpsetError& e) {
+    opset_errors.push_back(kind + (src.empty() ? "" : " at " + src) + ": " + e.what +
+                           " needs opset >= " + std::to_string(e.min_opset));
+    return poison();
+  } catch (const UnsupportedError& e) {
+    unsupported[std::string(e.what())].push_back(src);
+    return poison();
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(kind + (src.empty() ? "" : " (" + src + ")") + ": " + e.what(), e.hint(), e.exit_code());
+  } catch (const c10::Error& e) {
+    throw Error(kind + (src.empty() ? "" : " (" + src + ")") + ": " + e.what_without_backtrace());
+  }
+  for (const TValue* o : n->outputs())
+    if (!has(o)) throw Error("internal: converter for " + kind + " did not set all outputs");
+  // In-place ops that survived mutation removal: later uses of the operand see the result.
+  if (inplace_fallback) set(n->input(0), get(n->output(0)));
+}
+
+const std::unordered_map<std::string, OpEntry>& op_table() {
+  static const OpTable table = [] {
+    OpTable t;
+    register_prim_ops(t);
+    register_control_ops(t);
+    register_elementwise_ops(t);
+    register_activation_ops(t);
+    register_conv_ops(t);
+    register_norm_ops(t);
+    register_matmul_ops(t);
+    register_shape_ops(t);
+    register_reduce_ops(t);
+    register_index_ops(t);
+    register_creation_ops(t);
+    register_resize_ops(t);
+    register_rnn_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace t2o

@@ -1,0 +1,139 @@
+#pragma once
+// What converters see: the value map from TorchScript values to ONNX names or compile-time
+// constants, typed accessors for node arguments, and the builder.
+#include <torch/script.h>
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "torch/builder.h"
+#include "torch/profile.h"
+
+namespace t2o {
+
+using TNode = torch::jit::Node;
+using TValue = torch::jit::Value;
+
+// A converted value: known at conversion time (Const), an ONNX tensor, or a list/tuple of such.
+struct TV {
+  enum class Kind { Unset, Const, Tensor, List } kind = Kind::Unset;
+  c10::IValue c;
+  std::string name;
+  DType dtype = DType::Undefined;
+  std::vector<int64_t> shape;  // -1: dynamic
+  bool rank_known = false;
+  bool number = false;  // a TorchScript int/float/bool carried as a 0-d tensor
+  std::vector<TV> items;
+
+  static TV constant(c10::IValue v) {
+    TV t;
+    t.kind = Kind::Const;
+    t.c = std::move(v);
+    return t;
+  }
+  static TV tensor(std::string n, DType d = DType::Undefined) {
+    TV t;
+    t.kind = Kind::Tensor;
+    t.name = std::move(n);
+    t.dtype = d;
+    return t;
+  }
+  static TV list(std::vector<TV> items) {
+    TV t;
+    t.kind = Kind::List;
+    t.items = std::move(items);
+    return t;
+  }
+  bool is_const() const { return kind == Kind::Const; }
+  bool is_none() const { return kind == Kind::Const && c.isNone(); }
+};
+
+// Raised for an op without a converter (or an argument form a converter does not handle).
+class UnsupportedError : public Error {
+ public:
+  explicit UnsupportedError(std::string m) : Error(std::move(m)) {}
+};
+
+class Ctx;
+using Converter = std::function<void(Ctx&, const TNode*)>;
+
+class Ctx {
+ public:
+  Ctx(Builder& b, const Profile& p) : b(b), prof_(p) {}
+  Builder& b;
+
+  // Value map.
+  bool has(const TValue* v) const { return vals_.count(v) != 0; }
+  const TV& get(const TValue* v) const;
+  void set(const TValue* v, TV tv);  // fills dtype/shape from the profile when missing
+  const Observed* observed(const TValue* v) const { return prof_.get(v); }
+
+  // Argument access (index into node inputs).
+  const TV& in(const TNode* n, size_t i) const { return get(n->input(i)); }
+  bool is_const(const TNode* n, size_t i) const { return in(n, i).is_const(); }
+  bool is_none(const TNode* n, size_t i) const { return i >= n->inputs().size() || in(n, i).is_none(); }
+  const c10::IValue& cval(const TNode* n, size_t i) const;  // throws when not constant
+  int64_t i(const TNode* n, size_t i) const { return cval(n, i).toInt(); }
+  double f(const TNode* n, size_t i) const { return cval(n, i).toScalar().toDouble(); }
+  bool flag(const TNode* n, size_t i) const { return cval(n, i).toBool(); }
+  std::vector<int64_t> ints(const TNode* n, size_t i) const;
+  std::string str(const TNode* n, size_t i) const { return cval(n, i).toStringRef(); }
+
+  // Tensor names, materializing constants. `t_as` also casts to the wanted element type.
+  std::string t(const TNode* n, size_t i) { return tensor(in(n, i)); }
+  std::string t_as(const TNode* n, size_t i, DType d) { return tensor_as(in(n, i), d); }
+  std::string tensor(const TV& v);
+  std::string tensor_as(const TV& v, DType d);
+  // A 1-D int64 tensor from an int list (constant, or with computed elements).
+  std::string ints_tensor(const TV& list);
+  // 0-d int64 tensor for an int argument (constant or computed).
+  std::string int_tensor(const TV& v);
+
+  DType dtype(const TNode* n, size_t i) const { return dtype_of(in(n, i)); }
+  DType dtype_of(const TV& v) const;
+  int rank(const TNode* n, size_t i) const;
+  std::vector<int64_t> shape(const TNode* n, size_t i) const { return in(n, i).shape; }
+  DType out_dtype(const TNode* n, size_t k = 0) const;
+  int out_rank(const TNode* n, size_t k = 0) const;
+  std::vector<int64_t> out_shape(const TNode* n, size_t k = 0) const;
+
+  // Results.
+  void out(const TNode* n, size_t k, const std::string& name) { set(n->output(k), TV::tensor(name)); }
+  void out(const TNode* n, const std::string& name) { out(n, 0, name); }
+
+  // Converts the nodes of a block in order (used for the graph and for If/Loop bodies).
+  void convert_block(torch::jit::Block* block);
+  // Unsupported ops met so far: "aten::foo" -> source lines.
+  std::map<std::string, std::vector<std::string>> unsupported;
+  std::vector<std::string> opset_errors;
+  std::function<void(const std::string&)> warn;
+
+  static std::string source_of(const TNode* n);
+
+ private:
+  void convert_node(TNode* n);
+  bool try_fold(TNode* n);
+  const Profile& prof_;
+  std::unordered_map<const TValue*, TV> vals_;
+  std::unordered_map<const TValue*, bool> poisoned_;
+};
+
+// Registry of converters; each ops/*.cpp file adds its table through register_*().
+struct OpEntry {
+  Converter fn;
+  int min_opset = 9;
+};
+const std::unordered_map<std::string, OpEntry>& op_table();
+
+// Helpers shared by op files.
+inline int64_t norm_axis(int64_t a, int rank) { return a < 0 ? a + rank : a; }
+DType promote_dtypes(DType a, DType b);
+
+}  // namespace t2o
+
+namespace t2o {
+Tensor tensor_from_torch(const at::Tensor& t);
+at::Tensor tensor_to_torch(const Tensor& t);
+}  // namespace t2o

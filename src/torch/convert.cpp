@@ -1,0 +1,307 @@
+#include "torch/convert.h"
+
+#include <algorithm>
+#include <set>
+
+#include "torch/context.h"
+#include "torch/frontend.h"
+#include "torch/profile.h"
+
+namespace t2o {
+
+namespace tj = torch::jit;
+
+namespace {
+
+// One graph input after flattening tuple/list arguments depth-first.
+struct FlatInput {
+  std::string name;
+  const InputSpec* spec = nullptr;
+};
+
+const InputSpec* find_spec(const ConvertOptions& o, const std::string& name) {
+  for (const InputSpec& s : o.inputs)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+// Builds one argument's example value and its graph-input names.
+c10::IValue example_arg(const c10::TypePtr& type, const std::string& name, const ConvertOptions& o,
+                        const std::optional<c10::IValue>& dflt, std::vector<FlatInput>& flat,
+                        const std::function<at::Tensor(const InputSpec&)>& make) {
+  using K = c10::TypeKind;
+  if (type->kind() == K::TupleType) {
+    std::vector<c10::IValue> elems;
+    auto tt = type->expect<c10::TupleType>();
+    for (size_t i = 0; i < tt->elements().size(); ++i)
+      elems.push_back(example_arg(tt->elements()[i], name + "." + std::to_string(i), o, {}, flat, make));
+    return c10::ivalue::Tuple::create(std::move(elems));
+  }
+  if (type->kind() == K::ListType && type->expect<c10::ListType>()->getElementType()->kind() == K::TensorType) {
+    c10::List<at::Tensor> list;
+    for (size_t i = 0;; ++i) {
+      const InputSpec* s = find_spec(o, name + "." + std::to_string(i));
+      if (!s) break;
+      flat.push_back({s->name, s});
+      list.push_back(make(*s));
+    }
+    if (list.empty())
+      throw Error("argument '" + name + "' is a list of tensors: give its parts with --input " + name +
+                      ".0:DIMS --input " + name + ".1:DIMS ...", {}, kExitUsage);
+    return list;
+  }
+  const InputSpec* s = find_spec(o, name);
+  if (type->kind() == K::TensorType || (type->kind() == K::OptionalType && s)) {
+    if (!s)
+      throw Error("no shape for input '" + name + "'", "give it with --input " + name + ":DIMS[:DTYPE], e.g. " +
+                  name + ":1x3x224x224", kExitUsage);
+    flat.push_back({name, s});
+    return make(*s);
+  }
+  if (dflt) return *dflt;
+  if (type->kind() == K::OptionalType) return c10::IValue();
+  throw Error("forward() argument '" + name + "' of type " + type->str() + " has no default",
+              "only tensors, tuples/lists of tensors and arguments with defaults can be model inputs", kExitUsage);
+}
+
+// Binds the TorchScript graph inputs (already flattened by tuple lowering) to ONNX inputs.
+void bind_inputs(tj::Graph& g, const std::vector<c10::IValue>& example, const std::vector<FlatInput>& flat,
+                 const ConvertOptions& o, Ctx& ctx, Graph& out) {
+  size_t flat_i = 0;
+  auto onnx_input = [&](const at::Tensor& t) {
+    const FlatInput& f = flat.at(flat_i++);
+    Shape shape = Shape::of(t.sizes().vec());
+    std::vector<int64_t> dims = t.sizes().vec();
+    for (const DynamicSpec& d : o.dynamic)
+      if (d.input == f.name)
+        for (const auto& [axis, label] : d.axes) {
+          int a = axis < 0 ? axis + static_cast<int>(dims.size()) : axis;
+          if (a < 0 || a >= static_cast<int>(dims.size()))
+            throw Error("--dynamic " + d.input + ": axis " + std::to_string(axis) + " out of range", {}, kExitUsage);
+          shape.dims[static_cast<size_t>(a)] = Dim::named(label);
+          dims[static_cast<size_t>(a)] = -1;
+        }
+    out.inputs.push_back({f.name, Type::tensor(f.spec->dtype, shape), {}});
+    TV tv = TV::tensor(f.name, f.spec->dtype);
+    tv.shape = dims;
+    tv.rank_known = true;
+    return tv;
+  };
+  std::function<TV(const c10::IValue&)> bind = [&](const c10::IValue& v) -> TV {
+    if (v.isTensor()) return onnx_input(v.toTensor());
+    if (v.isTensorList()) {
+      std::vector<TV> items;
+      for (const at::Tensor& t : v.toTensorVector()) items.push_back(onnx_input(t));
+      return TV::list(items);
+    }
+    if (v.isTuple()) {
+      std::vector<TV> items;
+      for (const auto& e : v.toTupleRef().elements()) items.push_back(bind(e));
+      return TV::list(items);
+    }
+    return TV::constant(v);
+  };
+  // Tuple lowering split tuple arguments into their leaves; match leaves in order.
+  std::vector<c10::IValue> leaves;
+  std::function<void(const c10::IValue&)> collect = [&](const c10::IValue& v) {
+    if (v.isTuple() && g.inputs().size() != example.size())
+      for (const auto& e : v.toTupleRef().elements()) collect(e);
+    else
+      leaves.push_back(v);
+  };
+  for (const auto& e : example) collect(e);
+  if (leaves.size() != g.inputs().size())
+    throw Error("internal: " + std::to_string(g.inputs().size()) + " graph inputs for " +
+                std::to_string(leaves.size()) + " argument parts");
+  for (size_t i = 0; i < leaves.size(); ++i) ctx.set(g.inputs()[i], bind(leaves[i]));
+}
+
+at::Tensor random_input(const InputSpec& s, const Dims& dims) {
+  auto opts = at::TensorOptions().dtype(scalar_type_from_dtype(s.dtype));
+  if (dtype_is_float(s.dtype)) return at::randn(dims, at::TensorOptions().dtype(at::kFloat)).to(opts);
+  if (s.dtype == DType::Bool) return at::randint(0, 2, dims, opts.dtype(at::kLong)).to(at::kBool);
+  // Small non-negative ints are safe as indices, token ids and counts.
+  return at::randint(0, 4, dims, opts);
+}
+
+// The second profiling run changes every dynamic axis so that dims which follow it show up.
+Dims alternate_dims(const InputSpec& s, const ConvertOptions& o) {
+  Dims d = s.dims;
+  for (const DynamicSpec& ds : o.dynamic)
+    if (ds.input == s.name)
+      for (const auto& [axis, label] : ds.axes) {
+        int a = axis < 0 ? axis + static_cast<int>(d.size()) : axis;
+        if (a >= 0 && a < static_cast<int>(d.size())) d[static_cast<size_t>(a)] = d[static_cast<size_t>(a)] == 1 ? 2 : d[static_cast<size_t>(a)] + 1;
+      }
+  return d;
+}
+
+void flatten_outputs(Ctx& ctx, const TV& v, std::vector<TV>& out) {
+  if (v.kind == TV::Kind::List)
+    for (const TV& e : v.items) flatten_outputs(ctx, e, out);
+  else
+    out.push_back(v);
+}
+
+void rename_value(Graph& g, const std::string& from, const std::string& to) {
+  for (Node& n : g.nodes) {
+    for (auto& i : n.inputs)
+      if (i == from) i = to;
+    for (auto& o : n.outputs)
+      if (o == from) o = to;
+    for (Attribute& a : n.attributes)
+      if (a.g) rename_value(*a.g, from, to);
+  }
+  for (ValueInfo& o : g.outputs)
+    if (o.name == from) o.name = to;
+}
+
+std::string unsupported_report(const Ctx& ctx) {
+  size_t total = 0;
+  for (const auto& [op, lines] : ctx.unsupported) total += lines.size();
+  std::string msg = std::to_string(ctx.unsupported.size()) + " unsupported TorchScript op" +
+                    (ctx.unsupported.size() == 1 ? "" : "s") + " (" + std::to_string(total) + " uses):";
+  for (const auto& [op, lines] : ctx.unsupported) {
+    std::set<std::string> uniq(lines.begin(), lines.end());
+    uniq.erase("");
+    msg += "\n  " + op + " x" + std::to_string(lines.size());
+    if (!uniq.empty()) {
+      msg += " at ";
+      size_t k = 0;
+      for (const auto& l : uniq) {
+        if (k == 6) {
+          msg += ", ...";
+          break;
+        }
+        msg += (k++ ? ", " : "") + l;
+      }
+    }
+  }
+  return msg;
+}
+
+}  // namespace
+
+ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptions& opts) {
+  if (opts.opset < 9 || opts.opset > 17)
+    throw Error("opset " + std::to_string(opts.opset) + " is not supported", "choose an opset from 9 to 17",
+                kExitUsage);
+  ConvertResult result;
+  auto warn = [&](const std::string& w) {
+    result.warnings.push_back(w);
+    if (opts.warn) opts.warn(w);
+  };
+  PreparedGraph prep = load_and_prepare(pt_path, warn);
+  auto& g = *prep.graph;
+
+  // Example inputs for the profiling runs: one at the given sizes, one with dynamic axes moved.
+  at::manual_seed(0);
+  std::vector<FlatInput> flat, flat2;
+  tj::Stack run1, run2;
+  for (const auto& arg : prep.arguments)
+    run1.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat,
+                               [](const InputSpec& s) { return random_input(s, s.dims); }));
+  for (const InputSpec& s : opts.inputs) {
+    bool used = std::any_of(flat.begin(), flat.end(), [&](const FlatInput& f) { return f.name == s.name; });
+    if (!used) {
+      std::string names;
+      for (const auto& a : prep.arguments) names += (names.empty() ? "" : ", ") + a.name();
+      throw Error("--input " + s.name + " does not name a forward() argument", "arguments: " + names, kExitUsage);
+    }
+  }
+  std::vector<tj::Stack> runs{run1};
+  if (!opts.dynamic.empty()) {
+    for (const auto& arg : prep.arguments)
+      run2.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat2,
+                                 [&](const InputSpec& s) { return random_input(s, alternate_dims(s, opts)); }));
+    runs.push_back(run2);
+  }
+  Profile profile;
+  try {
+    profile.run(prep.graph, runs);
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    throw Error("running the model on example inputs failed: " + msg.substr(0, msg.find('\n')),
+                "check the --input shapes and dtypes (and that --dynamic sizes are valid for the model)",
+                kExitUsage);
+  }
+
+  Model& model = result.model;
+  model.producer_name = "torch2onnx";
+  model.producer_version = "0.1.0";
+  model.opset_import = {{"", opts.opset}};
+  static const int ir_for_opset[] = {4, 5, 6, 7, 7, 7, 8, 8, 8};  // opsets 9..17
+  model.ir_version = ir_for_opset[opts.opset - 9];
+  model.graph.name = "main_graph";
+  Builder b(model, opts.opset);
+  Ctx ctx(b, profile);
+  ctx.warn = warn;
+  bind_inputs(g, run1, flat, opts, ctx, model.graph);
+  ctx.convert_block(g.block());
+
+  if (!ctx.unsupported.empty() || !ctx.opset_errors.empty()) {
+    std::string msg, hint;
+    if (!ctx.unsupported.empty()) {
+      msg = unsupported_report(ctx);
+      hint = "these ops have no ONNX converter yet; rewrite them in the model or report them";
+    }
+    if (!ctx.opset_errors.empty()) {
+      if (!msg.empty()) msg += "\n";
+      msg += "opset " + std::to_string(opts.opset) + " is too old for:";
+      for (const auto& e : ctx.opset_errors) msg += "\n  " + e;
+      if (hint.empty()) hint = "raise --opset";
+    }
+    throw Error(msg, hint, kExitUnsupported);
+  }
+
+  std::vector<TV> outs;
+  for (const TValue* v : g.outputs()) flatten_outputs(ctx, ctx.get(v), outs);
+  if (!opts.output_names.empty() && opts.output_names.size() != outs.size())
+    throw Error("--output-names gives " + std::to_string(opts.output_names.size()) + " names but the model has " +
+                std::to_string(outs.size()) + " outputs", {}, kExitUsage);
+  std::set<std::string> taken;
+  std::map<std::string, std::string> renamed;
+  for (const auto& i : model.graph.inputs) taken.insert(i.name);
+  for (const auto& i : model.graph.initializers) taken.insert(i.name);
+  b.set_origin("", "output");
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string name = !opts.output_names.empty() ? opts.output_names[k]
+                       : outs.size() == 1         ? "output"
+                                                  : "output." + std::to_string(k);
+    TV& v = outs[k];
+    std::string src = ctx.tensor(v);
+    if (renamed.count(src)) src = renamed[src];
+    DType dt = ctx.dtype_of(v);
+    bool produced = std::any_of(model.graph.nodes.begin(), model.graph.nodes.end(), [&](const Node& n) {
+      return std::find(n.outputs.begin(), n.outputs.end(), src) != n.outputs.end();
+    });
+    if (produced && !taken.count(src)) {
+      rename_value(model.graph, src, name);
+      renamed[src] = name;
+    } else {
+      std::string id = b.op1("Identity", {src});
+      rename_value(model.graph, id, name);
+    }
+    taken.insert(name);
+    std::optional<Shape> shape;
+    if (v.kind == TV::Kind::Const && v.c.isTensor()) shape = Shape::of(v.c.toTensor().sizes().vec());
+    else if (v.rank_known) {
+      Shape s;
+      for (size_t d = 0; d < v.shape.size(); ++d)
+        s.dims.push_back(v.shape[d] >= 0 ? Dim::fixed(v.shape[d]) : Dim::named(name + "_dim" + std::to_string(d)));
+      shape = s;
+    }
+    model.graph.outputs.push_back({name, Type::tensor(dt, shape), {}});
+  }
+  model.doc_string = "converted from " + pt_path;
+  return result;
+}
+
+std::vector<std::string> supported_torch_ops() {
+  std::vector<std::string> r;
+  for (const auto& [k, v] : op_table()) r.push_back(k);
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+}  // namespace t2o

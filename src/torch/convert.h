@@ -1,0 +1,47 @@
+#pragma once
+// TorchScript (.pt) -> ONNX model. The only header of t2o_torch that callers need; it does not
+// expose libtorch types.
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace t2o {
+
+// From --input NAME:DIMS[:DTYPE].
+struct InputSpec {
+  std::string name;
+  Dims dims;
+  DType dtype = DType::Float;
+};
+
+// From --dynamic NAME:AXIS=LABEL,...
+struct DynamicSpec {
+  std::string input;
+  std::map<int, std::string> axes;
+};
+
+struct ConvertOptions {
+  int opset = 17;
+  std::vector<InputSpec> inputs;
+  std::vector<DynamicSpec> dynamic;
+  std::vector<std::string> output_names;
+  std::function<void(const std::string&)> warn;  // called for each warning as it happens
+};
+
+struct ConvertResult {
+  Model model;
+  std::vector<std::string> warnings;
+};
+
+// Throws t2o::Error: exit code 3 (kExitUnsupported) for ops or opsets we cannot convert, 4
+// (kExitBadInput) for a file that is not loadable TorchScript, 2 (kExitUsage) for inputs that
+// do not fit the model.
+ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptions& opts);
+
+// The aten/prim ops that have a converter, sorted; for `inspect` and docs.
+std::vector<std::string> supported_torch_ops();
+
+}  // namespace t2o

@@ -1,0 +1,74 @@
+#include "torch/frontend.h"
+
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/freeze_module.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/lower_tuples.h>
+#include <torch/csrc/jit/passes/peephole.h>
+#include <torch/csrc/jit/passes/remove_dropout.h>
+#include <torch/csrc/jit/passes/remove_exceptions.h>
+#include <torch/csrc/jit/passes/remove_mutation.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include "ir/error.h"
+
+namespace t2o {
+
+namespace tj = torch::jit;
+
+PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn) {
+  tj::Module module;
+  try {
+    module = tj::load(path, torch::kCPU);
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    msg = msg.substr(0, msg.find('\n'));
+    throw InputError("cannot load TorchScript file '" + path + "': " + msg,
+                     "save the model with torch.jit.script(m).save(path) or torch.jit.trace(m, x).save(path)");
+  }
+  // Models saved mid-training convert in eval mode; say which submodules that changes.
+  std::vector<std::string> training;
+  for (const auto& m : module.named_modules())
+    if (m.value.is_training()) training.push_back(m.name.empty() ? "(root)" : m.name);
+  if (!training.empty()) {
+    std::string list;
+    for (size_t i = 0; i < training.size() && i < 8; ++i) list += (i ? ", " : "") + training[i];
+    if (training.size() > 8) list += ", ... (" + std::to_string(training.size()) + " in all)";
+    warn("model was saved in training mode; converting in eval mode (dropout off, batchnorm uses running "
+         "stats). Submodules in training mode: " + list);
+  }
+  module.eval();
+  if (!module.find_method("forward")) throw InputError("TorchScript file '" + path + "' has no forward() method");
+  tj::Module frozen;
+  try {
+    frozen = tj::freeze_module(module);
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    throw Error("cannot freeze the model: " + msg.substr(0, msg.find('\n')));
+  }
+  auto method = frozen.get_method("forward");
+  PreparedGraph p;
+  p.graph = method.graph()->copy();
+  const auto& args = method.function().getSchema().arguments();
+  p.arguments.assign(args.begin() + 1, args.end());
+
+  auto& g = p.graph;
+  tj::Inline(*g);
+  if (!g->inputs().empty() && !g->inputs()[0]->hasUses()) g->eraseInput(0);
+  tj::removeDropout(g);
+  tj::EliminateExceptions(g);
+  tj::RemoveListMutation(g);
+  tj::RemoveTensorMutation(g);
+  try {
+    tj::LowerAllTuples(g);
+  } catch (const c10::Error&) {
+    tj::LowerSimpleTuples(g);
+  }
+  tj::ConstantPropagation(g);
+  tj::PeepholeOptimize(g);
+  tj::EliminateDeadCode(g);
+  return p;
+}
+
+}  // namespace t2o

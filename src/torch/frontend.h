@@ -1,0 +1,22 @@
+#pragma once
+// Loading and canonicalising TorchScript: eval, freeze, inline, and the jit passes that leave a
+// pure, flat graph for the converters.
+#include <torch/script.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace t2o {
+
+struct PreparedGraph {
+  std::shared_ptr<torch::jit::Graph> graph;  // forward, without `self`
+  // forward's arguments (without self) as declared; graph inputs are these flattened depth-first.
+  std::vector<c10::Argument> arguments;
+  std::string source_file;
+};
+
+// Throws InputError for files libtorch cannot load. Warnings go to `warn`.
+PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn);
+
+}  // namespace t2o

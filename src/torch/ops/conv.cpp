@@ -1,0 +1,260 @@
+// Convolutions (1-3d, transposed) and pooling (max/avg with ceil_mode, adaptive incl. sizes that
+// do not divide the input).
+#include <cmath>
+
+#include "torch/ops/ops.h"
+
+namespace t2o {
+namespace {
+
+std::vector<int64_t> expand(std::vector<int64_t> v, size_t n) {
+  if (v.size() == 1 && n > 1) v.assign(n, v[0]);
+  return v;
+}
+
+std::vector<int64_t> both_sides(const std::vector<int64_t>& p) {
+  std::vector<int64_t> r = p;
+  r.insert(r.end(), p.begin(), p.end());
+  return r;
+}
+
+struct ConvArgs {
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  bool transposed = false;
+  int64_t groups = 1;
+  std::string pad_mode;  // "same" / "valid" for the string-padding overloads
+};
+
+void emit_conv(Ctx& c, const TNode* n, const ConvArgs& a) {
+  DType t = c.out_dtype(n);
+  std::string x = c.t_as(n, 0, t), w = c.t_as(n, 1, t);
+  int r = c.rank(n, 1);
+  size_t sd = static_cast<size_t>(r - 2);
+  std::vector<int64_t> wshape = c.in(n, 1).is_const() ? c.in(n, 1).c.toTensor().sizes().vec() : c.shape(n, 1);
+  std::vector<int64_t> kernel(wshape.begin() + 2, wshape.end());
+  auto dil = expand(a.dilation, sd);
+  std::vector<int64_t> pads;
+  if (a.pad_mode == "valid") {
+    pads.assign(2 * sd, 0);
+  } else if (a.pad_mode == "same") {
+    pads.assign(2 * sd, 0);
+    for (size_t i = 0; i < sd; ++i) {
+      int64_t total = dil[i] * (kernel[i] - 1);
+      pads[i] = total / 2;
+      pads[i + sd] = total - total / 2;
+    }
+  } else {
+    pads = both_sides(expand(a.padding, sd));
+  }
+  std::vector<Attribute> attrs{Attribute::make_ints("strides", expand(a.stride, sd)),
+                               Attribute::make_ints("pads", pads), Attribute::make_ints("dilations", dil),
+                               Attribute::make_int("group", a.groups),
+                               Attribute::make_ints("kernel_shape", kernel)};
+  std::vector<std::string> in{x, w};
+  if (!c.is_none(n, 2)) in.push_back(c.t_as(n, 2, t));
+  if (a.transposed) {
+    auto op = expand(a.output_padding, sd);
+    bool any = false;
+    for (int64_t v : op) any = any || v != 0;
+    if (any) attrs.push_back(Attribute::make_ints("output_padding", op));
+    return c.out(n, c.b.op1("ConvTranspose", in, attrs));
+  }
+  c.out(n, c.b.op1("Conv", in, attrs));
+}
+
+// aten::conv{1,2,3}d(input, weight, bias, stride, padding, dilation, groups)
+void conv_nd(Ctx& c, const TNode* n) {
+  ConvArgs a;
+  a.stride = c.ints(n, 3);
+  if (c.in(n, 4).is_const() && c.in(n, 4).c.isString())
+    a.pad_mode = c.str(n, 4);
+  else
+    a.padding = c.ints(n, 4);
+  a.dilation = c.ints(n, 5);
+  a.groups = c.i(n, 6);
+  emit_conv(c, n, a);
+}
+
+// aten::conv_transpose{1,2,3}d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+void conv_transpose_nd(Ctx& c, const TNode* n) {
+  ConvArgs a;
+  a.transposed = true;
+  a.stride = c.ints(n, 3);
+  a.padding = c.ints(n, 4);
+  a.output_padding = c.ints(n, 5);
+  a.groups = c.i(n, 6);
+  a.dilation = c.ints(n, 7);
+  emit_conv(c, n, a);
+}
+
+// aten::_convolution / aten::convolution(input, weight, bias, stride, padding, dilation, transposed,
+// output_padding, groups, ...)
+void convolution(Ctx& c, const TNode* n) {
+  ConvArgs a;
+  a.stride = c.ints(n, 3);
+  a.padding = c.ints(n, 4);
+  a.dilation = c.ints(n, 5);
+  a.transposed = c.flag(n, 6);
+  a.output_padding = c.ints(n, 7);
+  a.groups = c.i(n, 8);
+  emit_conv(c, n, a);
+}
+
+// Pads that make floor-mode pooling produce torch's ceil-mode size (torch drops a last window
+// that would start in the right padding; ONNX's ceil_mode does not everywhere).
+bool ceil_pads(const std::vector<int64_t>& in, const std::vector<int64_t>& k, const std::vector<int64_t>& s,
+               const std::vector<int64_t>& d, std::vector<int64_t>& pads) {
+  size_t sd = k.size();
+  for (size_t i = 0; i < sd; ++i) {
+    if (in[i] < 0) return false;
+    int64_t eff = d[i] * (k[i] - 1) + 1;
+    int64_t span = in[i] + pads[i] + pads[i + sd] - eff;
+    int64_t out = (span + s[i] - 1) / s[i] + 1;
+    if ((out - 1) * s[i] >= in[i] + pads[i]) --out;
+    int64_t need = (out - 1) * s[i] + eff - in[i] - pads[i];
+    pads[i + sd] = std::max(pads[i + sd], need);
+  }
+  return true;
+}
+
+struct PoolArgs {
+  std::vector<int64_t> kernel, stride, padding, dilation;
+  bool ceil = false;
+};
+
+void emit_pool(Ctx& c, const TNode* n, const std::string& op, PoolArgs p, bool count_include_pad) {
+  DType t = c.out_dtype(n);
+  int r = c.rank(n, 0);
+  size_t sd = p.kernel.size();
+  std::vector<int64_t> in_shape = c.shape(n, 0);
+  std::vector<int64_t> spatial(in_shape.end() - static_cast<long>(sd), in_shape.end());
+  if (static_cast<size_t>(r) == sd + 1) throw UnsupportedError("pooling on an unbatched input");
+  auto stride = p.stride.empty() ? p.kernel : expand(p.stride, sd);
+  auto dil = p.dilation.empty() ? std::vector<int64_t>(sd, 1) : expand(p.dilation, sd);
+  auto pads = both_sides(expand(p.padding, sd));
+  bool ceil_attr = false;
+  if (p.ceil && !ceil_pads(spatial, p.kernel, stride, dil, pads)) ceil_attr = true;
+  std::vector<Attribute> attrs{Attribute::make_ints("kernel_shape", p.kernel), Attribute::make_ints("strides", stride),
+                               Attribute::make_ints("pads", pads)};
+  bool unit_dil = true;
+  for (int64_t v : dil) unit_dil = unit_dil && v == 1;
+  if (!unit_dil) {
+    c.b.require(10, "pooling with dilation");
+    attrs.push_back(Attribute::make_ints("dilations", dil));
+  }
+  if (ceil_attr) {
+    c.b.require(10, "pooling with ceil_mode on dynamic sizes");
+    attrs.push_back(Attribute::make_int("ceil_mode", 1));
+  }
+  if (op == "AveragePool") attrs.push_back(Attribute::make_int("count_include_pad", count_include_pad));
+  auto outs = c.b.op(op, {c.t_as(n, 0, t)}, attrs, 1);
+  c.out(n, 0, outs[0]);
+  if (n->outputs().size() > 1) {
+    if (n->output(1)->hasUses()) throw UnsupportedError("max pooling indices");
+    c.set(n->output(1), TV::constant(c10::IValue()));
+  }
+}
+
+// aten::max_pool{1,2,3}d(input, kernel_size, stride, padding, dilation, ceil_mode)
+void max_pool(Ctx& c, const TNode* n) {
+  PoolArgs p{c.ints(n, 1), c.ints(n, 2), c.ints(n, 3), c.ints(n, 4), c.flag(n, 5)};
+  p.kernel = expand(p.kernel, static_cast<size_t>(c.rank(n, 0) - 2));
+  emit_pool(c, n, "MaxPool", p, false);
+}
+
+// aten::avg_pool{1,2,3}d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+void avg_pool(Ctx& c, const TNode* n) {
+  PoolArgs p{c.ints(n, 1), c.ints(n, 2), c.ints(n, 3), {}, c.flag(n, 4)};
+  p.kernel = expand(p.kernel, static_cast<size_t>(c.rank(n, 0) - 2));
+  bool include = c.flag(n, 5);
+  if (n->inputs().size() > 6 && !c.is_none(n, 6)) throw UnsupportedError("avg_pool with divisor_override");
+  bool any_pad = false;
+  for (int64_t v : p.padding) any_pad = any_pad || v != 0;
+  emit_pool(c, n, "AveragePool", p, include && any_pad);
+}
+
+// Adaptive pooling: equal windows become one pool; otherwise each output index reduces its own
+// [floor(i*in/out), ceil((i+1)*in/out)) window, one spatial axis at a time (exact for mean and max).
+void adaptive_pool(Ctx& c, const TNode* n, bool is_max) {
+  DType t = c.out_dtype(n);
+  int r = c.rank(n, 0);
+  std::vector<int64_t> in_shape = c.shape(n, 0);
+  const TV& osz = c.in(n, 1);
+  std::vector<int64_t> out;
+  if (osz.is_const() && osz.c.isList()) {
+    for (const auto& e : osz.c.toListRef()) out.push_back(e.isNone() ? -2 : e.toInt());
+  } else {
+    out = c.ints(n, 1);
+  }
+  size_t sd = out.size();
+  out = expand(out, sd);
+  std::vector<int64_t> spatial(in_shape.end() - static_cast<long>(sd), in_shape.end());
+  for (size_t i = 0; i < sd; ++i)
+    if (out[i] == -2) out[i] = spatial[i];
+  std::string x = c.t_as(n, 0, t);
+  bool ones = true;
+  for (int64_t o : out) ones = ones && o == 1;
+  auto finish = [&](const std::string& y) {
+    c.out(n, 0, y);
+    if (n->outputs().size() > 1) {
+      if (n->output(1)->hasUses()) throw UnsupportedError("adaptive max pooling indices");
+      c.set(n->output(1), TV::constant(c10::IValue()));
+    }
+  };
+  if (ones) return finish(c.b.op1(is_max ? "GlobalMaxPool" : "GlobalAveragePool", {x}));
+  bool divisible = true;
+  for (size_t i = 0; i < sd; ++i) divisible = divisible && spatial[i] > 0 && spatial[i] % out[i] == 0;
+  if (divisible) {
+    std::vector<int64_t> k;
+    for (size_t i = 0; i < sd; ++i) k.push_back(spatial[i] / out[i]);
+    return finish(c.b.op1(is_max ? "MaxPool" : "AveragePool", {x},
+                          {Attribute::make_ints("kernel_shape", k), Attribute::make_ints("strides", k)}));
+  }
+  std::string y = x;
+  for (size_t i = 0; i < sd; ++i) {
+    int64_t axis = r - static_cast<int64_t>(sd) + static_cast<int64_t>(i);
+    int64_t in = spatial[i], o = out[i];
+    if (in < 0) throw UnsupportedError("adaptive pooling over a dynamic size");
+    if (in == o) continue;
+    std::vector<std::string> parts;
+    for (int64_t j = 0; j < o; ++j) {
+      int64_t s = (j * in) / o, e = ((j + 1) * in + o - 1) / o;
+      std::string sl = c.b.slice(y, {s}, {e}, {axis});
+      parts.push_back(c.b.reduce(is_max ? "ReduceMax" : "ReduceMean", sl, {axis}, true));
+    }
+    y = c.b.concat(parts, axis);
+  }
+  finish(y);
+}
+void adaptive_avg(Ctx& c, const TNode* n) { adaptive_pool(c, n, false); }
+void adaptive_max(Ctx& c, const TNode* n) { adaptive_pool(c, n, true); }
+
+}  // namespace
+
+void register_conv_ops(OpTable& t) {
+  t["aten::conv1d"] = {conv_nd};
+  t["aten::conv2d"] = {conv_nd};
+  t["aten::conv3d"] = {conv_nd};
+  t["aten::conv_transpose1d"] = {conv_transpose_nd};
+  t["aten::conv_transpose2d"] = {conv_transpose_nd};
+  t["aten::conv_transpose3d"] = {conv_transpose_nd};
+  t["aten::_convolution"] = {convolution};
+  t["aten::convolution"] = {convolution};
+  t["aten::max_pool1d"] = {max_pool};
+  t["aten::max_pool2d"] = {max_pool};
+  t["aten::max_pool3d"] = {max_pool};
+  t["aten::max_pool1d_with_indices"] = {max_pool};
+  t["aten::max_pool2d_with_indices"] = {max_pool};
+  t["aten::max_pool3d_with_indices"] = {max_pool};
+  t["aten::avg_pool1d"] = {avg_pool};
+  t["aten::avg_pool2d"] = {avg_pool};
+  t["aten::avg_pool3d"] = {avg_pool};
+  t["aten::adaptive_avg_pool1d"] = {adaptive_avg};
+  t["aten::adaptive_avg_pool2d"] = {adaptive_avg};
+  t["aten::adaptive_avg_pool3d"] = {adaptive_avg};
+  t["aten::adaptive_max_pool1d"] = {adaptive_max};
+  t["aten::adaptive_max_pool2d"] = {adaptive_max};
+  t["aten::adaptive_max_pool3d"] = {adaptive_max};
+}
+
+}  // namespace t2o

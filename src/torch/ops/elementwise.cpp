@@ -1,0 +1,333 @@
+// Arithmetic, comparison and math functions, with torch's broadcasting and scalar promotion:
+// operands are cast to the result type the profiling run observed.
+#include <cmath>
+
+#include "torch/ops/ops.h"
+
+namespace t2o {
+
+bool is_list_value(const TNode* n, size_t i) {
+  return n->input(i)->type()->kind() == c10::TypeKind::ListType;
+}
+
+// Numbers (0-d, "weak") adopt the tensor's type unless they are of a higher category.
+DType compare_dtype(Ctx& c, const TNode* n) {
+  DType a = c.dtype(n, 0), b = c.dtype(n, 1);
+  bool wa = c.in(n, 0).is_const() && !c.in(n, 0).c.isTensor(), wb = c.in(n, 1).is_const() && !c.in(n, 1).c.isTensor();
+  wa = wa || c.in(n, 0).number;
+  wb = wb || c.in(n, 1).number;
+  auto cat = [](DType t) { return t == DType::Bool ? 0 : dtype_is_float(t) ? 2 : 1; };
+  if (wa && !wb) return cat(a) > cat(b) ? (a == DType::Float ? DType::Float : a) : b;
+  if (wb && !wa) return cat(b) > cat(a) ? (b == DType::Float ? DType::Float : b) : a;
+  return promote_dtypes(a, b);
+}
+
+namespace {
+
+std::string alpha_scaled(Ctx& c, const TNode* n, size_t i, DType out) {
+  std::string y = c.t_as(n, i, out);
+  if (n->inputs().size() > 2 && !c.is_none(n, 2)) {
+    double alpha = c.f(n, 2);
+    if (alpha != 1.0) y = c.b.op1("Mul", {y, c.b.scalar(alpha, out)});
+  }
+  return y;
+}
+
+void add(Ctx& c, const TNode* n) {
+  if (is_list_value(n, 0)) return list_add(c, n);
+  DType out = c.out_dtype(n);
+  c.out(n, c.b.op1("Add", {c.t_as(n, 0, out), alpha_scaled(c, n, 1, out)}));
+}
+
+void sub(Ctx& c, const TNode* n) {
+  DType out = c.out_dtype(n);
+  c.out(n, c.b.op1("Sub", {c.t_as(n, 0, out), alpha_scaled(c, n, 1, out)}));
+}
+
+void rsub(Ctx& c, const TNode* n) {
+  DType out = c.out_dtype(n);
+  c.out(n, c.b.op1("Sub", {c.t_as(n, 1, out), alpha_scaled(c, n, 0, out)}));
+}
+
+template <const char* Op>
+void binary(Ctx& c, const TNode* n) {
+  DType out = c.out_dtype(n);
+  c.out(n, c.b.op1(Op, {c.t_as(n, 0, out), c.t_as(n, 1, out)}));
+}
+constexpr char kMul[] = "Mul", kMax[] = "Max", kMin[] = "Min", kAnd[] = "And", kOr[] = "Or", kXor[] = "Xor";
+
+std::string floor_div(Ctx& c, const std::string& a, const std::string& b, DType t) {
+  if (dtype_is_float(t)) return c.b.op1("Floor", {c.b.op1("Div", {a, b})});
+  // Integer Div truncates; floor matters for negative quotients, so go through double.
+  std::string q = c.b.op1("Floor", {c.b.op1("Div", {c.b.cast(a, DType::Double), c.b.cast(b, DType::Double)})});
+  return c.b.cast(q, t);
+}
+
+void div(Ctx& c, const TNode* n) {
+  DType out = c.out_dtype(n);
+  std::string mode;
+  if (n->inputs().size() > 2 && !c.is_none(n, 2)) mode = c.str(n, 2);
+  if (mode.empty()) return c.out(n, c.b.op1("Div", {c.t_as(n, 0, out), c.t_as(n, 1, out)}));
+  std::string a = c.t_as(n, 0, out), b = c.t_as(n, 1, out);
+  if (mode == "floor") return c.out(n, floor_div(c, a, b, out));
+  if (!dtype_is_float(out)) return c.out(n, c.b.op1("Div", {a, b}));
+  std::string q = c.b.op1("Div", {a, b});  // trunc: sign(q) * floor(|q|)
+  c.out(n, c.b.op1("Mul", {c.b.op1("Sign", {q}), c.b.op1("Floor", {c.b.op1("Abs", {q})})}));
+}
+
+void floordiv(Ctx& c, const TNode* n) {
+  DType out = c.out_dtype(n);
+  c.out(n, floor_div(c, c.t_as(n, 0, out), c.t_as(n, 1, out), out));
+}
+
+void remainder(Ctx& c, const TNode* n) {
+  DType out = c.out_dtype(n);
+  std::string a = c.t_as(n, 0, out), b = c.t_as(n, 1, out);
+  if (!dtype_is_float(out)) return c.out(n, c.b.op1("Mod", {a, b}, {Attribute::make_int("fmod", 0)}));
+  c.out(n, c.b.op1("Sub", {a, c.b.op1("Mul", {floor_div(c, a, b, out), b})}));
+}
+
+void fmod(Ctx& c, const TNode* n) {
+  DType out = c.out_dtype(n);
+  c.b.require(10, "fmod");
+  c.out(n, c.b.op1("Mod", {c.t_as(n, 0, out), c.t_as(n, 1, out)}, {Attribute::make_int("fmod", 1)}));
+}
+
+void pow(Ctx& c, const TNode* n) {
+  DType out = c.out_dtype(n);
+  c.out(n, c.b.op1("Pow", {c.t_as(n, 0, out), c.t_as(n, 1, out)}));
+}
+
+void compare(Ctx& c, const TNode* n, const std::string& op, bool negate) {
+  DType t = compare_dtype(c, n);
+  std::string a = c.t_as(n, 0, t), b = c.t_as(n, 1, t);
+  std::string r;
+  if (op == "LessOrEqual" || op == "GreaterOrEqual") {
+    if (c.b.opset() >= 12) {
+      r = c.b.op1(op, {a, b});
+    } else {
+      r = c.b.op1("Not", {c.b.op1(op == "LessOrEqual" ? "Greater" : "Less", {a, b})});
+    }
+  } else {
+    r = c.b.op1(op, {a, b});
+  }
+  if (negate) r = c.b.op1("Not", {r});
+  c.out(n, r);
+}
+void eq(Ctx& c, const TNode* n) { compare(c, n, "Equal", false); }
+void ne(Ctx& c, const TNode* n) { compare(c, n, "Equal", true); }
+void lt(Ctx& c, const TNode* n) { compare(c, n, "Less", false); }
+void gt(Ctx& c, const TNode* n) { compare(c, n, "Greater", false); }
+void le(Ctx& c, const TNode* n) { compare(c, n, "LessOrEqual", false); }
+void ge(Ctx& c, const TNode* n) { compare(c, n, "GreaterOrEqual", false); }
+
+void logical(Ctx& c, const TNode* n, const char* op) {
+  if (c.out_dtype(n) != DType::Bool) throw UnsupportedError("bitwise ops on integers (ONNX has them from opset 18)");
+  c.out(n, c.b.op1(op, {c.t_as(n, 0, DType::Bool), c.t_as(n, 1, DType::Bool)}));
+}
+void and_(Ctx& c, const TNode* n) { logical(c, n, kAnd); }
+void or_(Ctx& c, const TNode* n) { logical(c, n, kOr); }
+void xor_(Ctx& c, const TNode* n) { logical(c, n, kXor); }
+void not_(Ctx& c, const TNode* n) {
+  if (c.out_dtype(n) != DType::Bool) throw UnsupportedError("bitwise_not on integers");
+  c.out(n, c.b.op1("Not", {c.t_as(n, 0, DType::Bool)}));
+}
+
+// Unary ops whose ONNX twin has the same meaning; the input is cast to the output type first.
+template <const char* Op>
+void unary(Ctx& c, const TNode* n) {
+  c.out(n, c.b.op1(Op, {c.t_as(n, 0, c.out_dtype(n))}));
+}
+constexpr char kAbs[] = "Abs", kNeg[] = "Neg", kExp[] = "Exp", kLog[] = "Log", kSqrt[] = "Sqrt", kSin[] = "Sin",
+               kCos[] = "Cos", kTan[] = "Tan", kAsin[] = "Asin", kAcos[] = "Acos", kAtan[] = "Atan",
+               kSinh[] = "Sinh", kCosh[] = "Cosh", kAsinh[] = "Asinh", kAcosh[] = "Acosh", kAtanh[] = "Atanh",
+               kTanh[] = "Tanh", kSigmoid[] = "Sigmoid", kReciprocal[] = "Reciprocal", kFloor[] = "Floor",
+               kCeil[] = "Ceil", kSign[] = "Sign", kErf[] = "Erf";
+
+void round(Ctx& c, const TNode* n) {
+  c.b.require(11, "Round");
+  if (n->inputs().size() > 1 && c.i(n, 1) != 0) {
+    double s = std::pow(10.0, static_cast<double>(c.i(n, 1)));
+    DType t = c.out_dtype(n);
+    std::string x = c.b.op1("Mul", {c.t(n, 0), c.b.scalar(s, t)});
+    return c.out(n, c.b.op1("Div", {c.b.op1("Round", {x}), c.b.scalar(s, t)}));
+  }
+  c.out(n, c.b.op1("Round", {c.t(n, 0)}));
+}
+
+void trunc(Ctx& c, const TNode* n) {
+  std::string x = c.t(n, 0);
+  c.out(n, c.b.op1("Mul", {c.b.op1("Sign", {x}), c.b.op1("Floor", {c.b.op1("Abs", {x})})}));
+}
+
+void rsqrt(Ctx& c, const TNode* n) {
+  c.out(n, c.b.op1("Reciprocal", {c.b.op1("Sqrt", {c.t_as(n, 0, c.out_dtype(n))})}));
+}
+
+void square(Ctx& c, const TNode* n) {
+  std::string x = c.t_as(n, 0, c.out_dtype(n));
+  c.out(n, c.b.op1("Mul", {x, x}));
+}
+
+void log_base(Ctx& c, const TNode* n, double base) {
+  DType t = c.out_dtype(n);
+  c.out(n, c.b.op1("Div", {c.b.op1("Log", {c.t_as(n, 0, t)}), c.b.scalar(std::log(base), t)}));
+}
+void log2(Ctx& c, const TNode* n) { log_base(c, n, 2.0); }
+void log10(Ctx& c, const TNode* n) { log_base(c, n, 10.0); }
+
+void log1p(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  c.out(n, c.b.op1("Log", {c.b.op1("Add", {c.t_as(n, 0, t), c.b.scalar(1, t)})}));
+}
+
+void expm1(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  c.out(n, c.b.op1("Sub", {c.b.op1("Exp", {c.t_as(n, 0, t)}), c.b.scalar(1, t)}));
+}
+
+void isnan(Ctx& c, const TNode* n) { c.out(n, c.b.op1("IsNaN", {c.t(n, 0)})); }
+void isinf(Ctx& c, const TNode* n) {
+  c.b.require(10, "IsInf");
+  c.out(n, c.b.op1("IsInf", {c.t(n, 0)}));
+}
+
+std::optional<double> opt_scalar(Ctx& c, const TNode* n, size_t i) {
+  if (c.is_none(n, i)) return std::nullopt;
+  return c.f(n, i);
+}
+
+void clamp(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  bool tensor_bounds = (!c.is_none(n, 1) && !c.is_const(n, 1)) ||
+                       (n->inputs().size() > 2 && !c.is_none(n, 2) && !c.is_const(n, 2));
+  if (tensor_bounds || (!c.is_none(n, 1) && c.in(n, 1).c.isTensor())) {
+    std::string y = c.t_as(n, 0, t);
+    if (!c.is_none(n, 1)) y = c.b.op1("Max", {y, c.t_as(n, 1, t)});
+    if (n->inputs().size() > 2 && !c.is_none(n, 2)) y = c.b.op1("Min", {y, c.t_as(n, 2, t)});
+    return c.out(n, y);
+  }
+  auto lo = opt_scalar(c, n, 1);
+  auto hi = n->inputs().size() > 2 ? opt_scalar(c, n, 2) : std::nullopt;
+  c.out(n, c.b.clip(c.t_as(n, 0, t), lo, hi, t));
+}
+void clamp_min(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  if (!c.is_const(n, 1)) return c.out(n, c.b.op1("Max", {c.t_as(n, 0, t), c.t_as(n, 1, t)}));
+  c.out(n, c.b.clip(c.t_as(n, 0, t), c.f(n, 1), std::nullopt, t));
+}
+void clamp_max(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  if (!c.is_const(n, 1)) return c.out(n, c.b.op1("Min", {c.t_as(n, 0, t), c.t_as(n, 1, t)}));
+  c.out(n, c.b.clip(c.t_as(n, 0, t), std::nullopt, c.f(n, 1), t));
+}
+
+void where(Ctx& c, const TNode* n) {
+  if (n->inputs().size() == 1) throw UnsupportedError("aten::where(condition) (use nonzero)");
+  DType t = c.out_dtype(n);
+  c.out(n, c.b.op1("Where", {c.t_as(n, 0, DType::Bool), c.t_as(n, 1, t), c.t_as(n, 2, t)}));
+}
+
+void lerp(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  std::string a = c.t_as(n, 0, t), b = c.t_as(n, 1, t), w = c.t_as(n, 2, t);
+  c.out(n, c.b.op1("Add", {a, c.b.op1("Mul", {w, c.b.op1("Sub", {b, a})})}));
+}
+
+void addcmul(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  std::string p = c.b.op1(n->kind().toQualString() == std::string("aten::addcmul") ? "Mul" : "Div",
+                          {c.t_as(n, 1, t), c.t_as(n, 2, t)});
+  if (n->inputs().size() > 3 && c.f(n, 3) != 1.0) p = c.b.op1("Mul", {p, c.b.scalar(c.f(n, 3), t)});
+  c.out(n, c.b.op1("Add", {c.t_as(n, 0, t), p}));
+}
+
+void atan2(Ctx& c, const TNode* n) {
+  // atan(y/x) corrected by pi for x < 0, on the side of y's sign.
+  DType t = c.out_dtype(n);
+  std::string y = c.t_as(n, 0, t), x = c.t_as(n, 1, t);
+  std::string base = c.b.op1("Atan", {c.b.op1("Div", {y, x})});
+  std::string neg_x = c.b.op1("Less", {x, c.b.scalar(0, t)});
+  std::string y_neg = c.b.op1("Less", {y, c.b.scalar(0, t)});
+  std::string pi = c.b.op1("Where", {y_neg, c.b.scalar(-M_PI, t), c.b.scalar(M_PI, t)});
+  c.out(n, c.b.op1("Add", {base, c.b.op1("Where", {neg_x, pi, c.b.scalar(0, t)})}));
+}
+
+}  // namespace
+
+void register_elementwise_ops(OpTable& t) {
+  t["aten::add"] = {add};
+  t["aten::sub"] = {sub};
+  t["aten::rsub"] = {rsub};
+  t["aten::mul"] = {binary<kMul>};
+  t["aten::div"] = {div};
+  t["aten::true_divide"] = {div};
+  t["aten::floordiv"] = {floordiv};
+  t["aten::floor_divide"] = {floordiv};
+  t["aten::remainder"] = {remainder};
+  t["aten::fmod"] = {fmod};
+  t["aten::pow"] = {pow};
+  t["aten::maximum"] = {binary<kMax>};
+  t["aten::minimum"] = {binary<kMin>};
+  t["aten::eq"] = {eq};
+  t["aten::ne"] = {ne};
+  t["aten::lt"] = {lt};
+  t["aten::gt"] = {gt};
+  t["aten::le"] = {le};
+  t["aten::ge"] = {ge};
+  t["aten::__and__"] = {and_};
+  t["aten::__or__"] = {or_};
+  t["aten::__xor__"] = {xor_};
+  t["aten::bitwise_and"] = {and_};
+  t["aten::bitwise_or"] = {or_};
+  t["aten::bitwise_xor"] = {xor_};
+  t["aten::bitwise_not"] = {not_};
+  t["aten::logical_and"] = {and_};
+  t["aten::logical_or"] = {or_};
+  t["aten::logical_xor"] = {xor_};
+  t["aten::logical_not"] = {not_};
+  t["aten::abs"] = {unary<kAbs>};
+  t["aten::neg"] = {unary<kNeg>};
+  t["aten::exp"] = {unary<kExp>};
+  t["aten::log"] = {unary<kLog>};
+  t["aten::log2"] = {log2};
+  t["aten::log10"] = {log10};
+  t["aten::log1p"] = {log1p};
+  t["aten::expm1"] = {expm1};
+  t["aten::sqrt"] = {unary<kSqrt>};
+  t["aten::rsqrt"] = {rsqrt};
+  t["aten::square"] = {square};
+  t["aten::sin"] = {unary<kSin>};
+  t["aten::cos"] = {unary<kCos>};
+  t["aten::tan"] = {unary<kTan>};
+  t["aten::asin"] = {unary<kAsin>};
+  t["aten::acos"] = {unary<kAcos>};
+  t["aten::atan"] = {unary<kAtan>};
+  t["aten::atan2"] = {atan2};
+  t["aten::sinh"] = {unary<kSinh>};
+  t["aten::cosh"] = {unary<kCosh>};
+  t["aten::asinh"] = {unary<kAsinh>};
+  t["aten::acosh"] = {unary<kAcosh>};
+  t["aten::atanh"] = {unary<kAtanh>};
+  t["aten::tanh"] = {unary<kTanh>};
+  t["aten::sigmoid"] = {unary<kSigmoid>};
+  t["aten::reciprocal"] = {unary<kReciprocal>};
+  t["aten::floor"] = {unary<kFloor>};
+  t["aten::ceil"] = {unary<kCeil>};
+  t["aten::round"] = {round};
+  t["aten::trunc"] = {trunc};
+  t["aten::sign"] = {unary<kSign>};
+  t["aten::erf"] = {unary<kErf>};
+  t["aten::isnan"] = {isnan};
+  t["aten::isinf"] = {isinf};
+  t["aten::clamp"] = {clamp};
+  t["aten::clip"] = {clamp};
+  t["aten::clamp_min"] = {clamp_min};
+  t["aten::clamp_max"] = {clamp_max};
+  t["aten::where"] = {where};
+  t["aten::lerp"] = {lerp};
+  t["aten::addcmul"] = {addcmul};
+  t["aten::addcdiv"] = {addcmul};
+}
+
+}  // namespace t2o

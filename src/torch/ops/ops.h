@@ -1,0 +1,29 @@
+#pragma once
+// Registration hooks of the op files; op_table() calls each once.
+#include <string>
+#include <unordered_map>
+
+#include "torch/context.h"
+
+namespace t2o {
+using OpTable = std::unordered_map<std::string, OpEntry>;
+void register_prim_ops(OpTable& t);
+void register_control_ops(OpTable& t);
+void register_elementwise_ops(OpTable& t);
+void register_activation_ops(OpTable& t);
+void register_conv_ops(OpTable& t);
+void register_norm_ops(OpTable& t);
+void register_matmul_ops(OpTable& t);
+void register_shape_ops(OpTable& t);
+void register_reduce_ops(OpTable& t);
+void register_index_ops(OpTable& t);
+void register_creation_ops(OpTable& t);
+void register_resize_ops(OpTable& t);
+void register_rnn_ops(OpTable& t);
+// List forms of ops that share a name with tensor ops (aten::add, aten::slice).
+void list_add(Ctx& c, const TNode* n);
+void list_slice(Ctx& c, const TNode* n);
+bool is_list_value(const TNode* n, size_t i);
+// Element type both operands of a comparison are cast to (torch's promotion with weak scalars).
+DType compare_dtype(Ctx& c, const TNode* n);
+}  // namespace t2o

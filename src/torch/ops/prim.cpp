@@ -1,0 +1,195 @@
+// prim:: ops and the scalar/list plumbing of TorchScript (sizes, numbers, lists, casts).
+#include "torch/ops/ops.h"
+
+namespace t2o {
+namespace {
+
+void identity(Ctx& c, const TNode* n) {
+  TV v = c.in(n, 0);
+  c.set(n->output(), v);
+}
+
+void list_construct(Ctx& c, const TNode* n) {
+  std::vector<TV> items;
+  for (size_t i = 0; i < n->inputs().size(); ++i) items.push_back(c.in(n, i));
+  c.set(n->output(), TV::list(items));
+}
+
+std::vector<TV> items_of(Ctx& c, const TNode* n, size_t i) {
+  const TV& v = c.in(n, i);
+  if (v.kind == TV::Kind::List) return v.items;
+  if (v.is_const() && (v.c.isList() || v.c.isTuple())) {
+    std::vector<TV> r;
+    if (v.c.isList())
+      for (const auto& e : v.c.toListRef()) r.push_back(TV::constant(e));
+    else
+      for (const auto& e : v.c.toTupleRef().elements()) r.push_back(TV::constant(e));
+    return r;
+  }
+  throw UnsupportedError(std::string(n->kind().toQualString()) + " on a list that is not known element-wise");
+}
+
+void list_unpack(Ctx& c, const TNode* n) {
+  auto items = items_of(c, n, 0);
+  if (items.size() != n->outputs().size()) throw Error("internal: unpack arity mismatch");
+  for (size_t k = 0; k < items.size(); ++k) c.set(n->output(k), items[k]);
+}
+
+void list_index(Ctx& c, const TNode* n) {
+  auto items = items_of(c, n, 0);
+  int64_t i = c.i(n, 1);
+  if (i < 0) i += static_cast<int64_t>(items.size());
+  c.set(n->output(), items.at(static_cast<size_t>(i)));
+}
+
+void list_len(Ctx& c, const TNode* n) {
+  const TV& v = c.in(n, 0);
+  if (v.kind == TV::Kind::Tensor) {  // len(tensor): first dim
+    if (v.rank_known && !v.shape.empty() && v.shape[0] >= 0) return c.set(n->output(), TV::constant(v.shape[0]));
+    return c.out(n, c.b.dim(v.name, 0));
+  }
+  c.set(n->output(), TV::constant(static_cast<int64_t>(items_of(c, n, 0).size())));
+}
+
+// Static dims become constants; dynamic ones Shape/Gather, so the graph keeps working at other sizes.
+TV size_of(Ctx& c, const TV& x, int64_t d) {
+  int rank = static_cast<int>(x.shape.size());
+  d = norm_axis(d, rank);
+  if (x.is_const()) return TV::constant(x.c.toTensor().size(d));
+  if (x.rank_known && x.shape.at(static_cast<size_t>(d)) >= 0) return TV::constant(x.shape[static_cast<size_t>(d)]);
+  TV r = TV::tensor(c.b.dim(x.name, d), DType::Int64);
+  r.number = true;
+  r.rank_known = true;
+  return r;
+}
+
+void size(Ctx& c, const TNode* n) {
+  const TV& x = c.in(n, 0);
+  if (!x.is_const() && !x.rank_known) throw UnsupportedError("aten::size on a tensor of unknown rank");
+  if (n->inputs().size() > 1) return c.set(n->output(), size_of(c, x, c.i(n, 1)));
+  int rank = x.is_const() ? static_cast<int>(x.c.toTensor().dim()) : static_cast<int>(x.shape.size());
+  std::vector<TV> items;
+  for (int d = 0; d < rank; ++d) items.push_back(size_of(c, x, d));
+  c.set(n->output(), TV::list(items));
+}
+
+void dim(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(static_cast<int64_t>(c.rank(n, 0)))); }
+
+void numel(Ctx& c, const TNode* n) {
+  const TV& x = c.in(n, 0);
+  int64_t p = 1;
+  for (int64_t s : x.shape) p = s < 0 || p < 0 ? -1 : p * s;
+  if (p >= 0) return c.set(n->output(), TV::constant(p));
+  c.out(n, c.b.reduce("ReduceProd", c.b.shape_of(x.name), {}, false));
+}
+
+void num_to_tensor(Ctx& c, const TNode* n) {
+  c.set(n->output(), TV::tensor(c.t(n, 0), c.dtype(n, 0)));
+}
+
+// aten::Int / Float / Bool: a 0-d tensor (or number) to a TorchScript number.
+void to_number(Ctx& c, const TNode* n) {
+  DType want = c.out_dtype(n);
+  const TV& v = c.in(n, 0);
+  std::string x = c.tensor_as(v, want);
+  if (v.rank_known && !v.shape.empty()) x = c.b.reshape(x, {});
+  c.out(n, x);
+}
+
+void is_none(Ctx& c, const TNode* n) {
+  bool a = c.is_none(n, 0), b = c.is_none(n, 1);
+  bool same = a && b;
+  if (!a && !b) throw UnsupportedError("aten::__is__ between two values");
+  bool is = n->kind() == c10::Symbol::fromQualString("aten::__is__");
+  c.set(n->output(), TV::constant(is ? same : !same));
+}
+
+void not_(Ctx& c, const TNode* n) { c.out(n, c.b.op1("Not", {c.t_as(n, 0, DType::Bool)})); }
+
+void nothing(Ctx&, const TNode*) {}
+
+void none_out(Ctx& c, const TNode* n) {
+  for (const TValue* o : n->outputs()) c.set(o, TV::constant(c10::IValue()));
+}
+
+void prim_dtype(Ctx& c, const TNode* n) {
+  c.set(n->output(), TV::constant(static_cast<int64_t>(scalar_type_from_dtype(c.dtype(n, 0)))));
+}
+
+void prim_device(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(c10::Device(c10::kCPU))); }
+
+void is_floating_point(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(dtype_is_float(c.dtype(n, 0)))); }
+
+// aten::to / type_as / casts: only the dtype matters on CPU.
+void to(Ctx& c, const TNode* n) {
+  DType want = c.out_dtype(n);
+  c.out(n, c.t_as(n, 0, want));
+}
+
+}  // namespace
+
+void list_add(Ctx& c, const TNode* n) {
+  auto a = items_of(c, n, 0), b = items_of(c, n, 1);
+  a.insert(a.end(), b.begin(), b.end());
+  c.set(n->output(), TV::list(a));
+}
+
+void list_slice(Ctx& c, const TNode* n) {
+  auto items = items_of(c, n, 0);
+  int64_t len = static_cast<int64_t>(items.size());
+  int64_t s = c.is_none(n, 1) ? 0 : c.i(n, 1), e = c.is_none(n, 2) ? len : c.i(n, 2), st = c.i(n, 3);
+  if (s < 0) s += len;
+  if (e < 0) e += len;
+  e = std::min(e, len);
+  std::vector<TV> r;
+  for (int64_t i = s; i < e; i += st) r.push_back(items[static_cast<size_t>(i)]);
+  c.set(n->output(), TV::list(r));
+}
+
+void register_prim_ops(OpTable& t) {
+  t["prim::ListConstruct"] = {list_construct};
+  t["prim::TupleConstruct"] = {list_construct};
+  t["prim::ListUnpack"] = {list_unpack};
+  t["prim::TupleUnpack"] = {list_unpack};
+  t["prim::TupleIndex"] = {list_index};
+  t["aten::__getitem__"] = {list_index};
+  t["aten::len"] = {list_len};
+  t["aten::size"] = {size};
+  t["prim::shape"] = {size};
+  t["aten::dim"] = {dim};
+  t["aten::numel"] = {numel};
+  t["prim::NumToTensor"] = {num_to_tensor};
+  t["aten::Int"] = {to_number};
+  t["aten::Float"] = {to_number};
+  t["aten::Bool"] = {to_number};
+  t["aten::ScalarImplicit"] = {to_number};
+  t["aten::item"] = {to_number};
+  t["aten::__is__"] = {is_none};
+  t["aten::__isnot__"] = {is_none};
+  t["aten::__not__"] = {not_};
+  t["prim::unchecked_cast"] = {identity};
+  t["aten::detach"] = {identity};
+  t["aten::contiguous"] = {identity};
+  t["aten::clone"] = {identity};
+  t["aten::dropout"] = {identity};
+  t["aten::feature_dropout"] = {identity};
+  t["aten::alpha_dropout"] = {identity};
+  t["aten::feature_alpha_dropout"] = {identity};
+  t["aten::lift_fresh"] = {identity};
+  t["aten::warn"] = {nothing};
+  t["prim::RaiseException"] = {nothing};
+  t["prim::Uninitialized"] = {none_out};
+  t["prim::dtype"] = {prim_dtype};
+  t["prim::device"] = {prim_device};
+  t["aten::is_floating_point"] = {is_floating_point};
+  t["aten::to"] = {to};
+  t["aten::type_as"] = {to};
+  t["aten::float"] = {to};
+  t["aten::double"] = {to};
+  t["aten::long"] = {to};
+  t["aten::int"] = {to};
+  t["aten::bool"] = {to};
+  t["aten::half"] = {to};
+}
+
+}  // namespace t2o

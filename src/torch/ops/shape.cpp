@@ -1,0 +1,359 @@
+// Shape ops: view/reshape/flatten/permute/transpose/squeeze/unsqueeze/expand/repeat,
+// cat/stack/split/chunk/unbind, slicing (steps, negatives), select/narrow/flip/roll.
+#include <climits>
+
+#include "torch/ops/ops.h"
+
+namespace t2o {
+namespace {
+
+void reshape(Ctx& c, const TNode* n) {
+  c.out(n, c.b.op1("Reshape", {c.t(n, 0), c.ints_tensor(c.in(n, 1))}));
+}
+
+void reshape_as(Ctx& c, const TNode* n) {
+  c.out(n, c.b.op1("Reshape", {c.t(n, 0), c.b.shape_of(c.t(n, 1))}));
+}
+
+// Known output shape: a constant when static, else the dims of `x` kept via Shape.
+std::string shape_tensor(Ctx& c, const std::vector<int64_t>& shape, const std::string& like) {
+  bool st = true;
+  for (int64_t s : shape) st = st && s >= 0;
+  if (st) return c.b.i64s(shape);
+  (void)like;
+  return {};
+}
+
+void flatten(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  int64_t s = norm_axis(c.i(n, 1), std::max(r, 1)), e = norm_axis(c.i(n, 2), std::max(r, 1));
+  std::string x = c.t(n, 0);
+  if (r == 0) return c.out(n, c.b.reshape(x, {1}));
+  if (e == r - 1) {
+    if (s == 0) return c.out(n, c.b.reshape(x, {-1}));
+    // ONNX Flatten gives 2-D; torch keeps the leading dims, so use Reshape with 0 (copy) dims.
+    std::vector<int64_t> shape(static_cast<size_t>(s), 0);
+    shape.push_back(-1);
+    return c.out(n, c.b.reshape(x, shape));
+  }
+  std::vector<int64_t> out = c.out_shape(n);
+  std::string st = shape_tensor(c, out, x);
+  if (!st.empty()) return c.out(n, c.b.op1("Reshape", {x, st}));
+  std::vector<int64_t> shape(static_cast<size_t>(s), 0);
+  shape.push_back(-1);
+  for (int64_t i = e + 1; i < r; ++i) shape.push_back(0);
+  c.out(n, c.b.reshape(x, shape));
+}
+
+void permute(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  auto p = c.ints(n, 1);
+  for (auto& v : p) v = norm_axis(v, r);
+  c.out(n, c.b.transpose(c.t(n, 0), p));
+}
+
+void transpose(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  if (r < 2) return c.out(n, c.t(n, 0));
+  int64_t a = norm_axis(c.i(n, 1), r), b = norm_axis(c.i(n, 2), r);
+  std::vector<int64_t> p;
+  for (int i = 0; i < r; ++i) p.push_back(i);
+  std::swap(p[static_cast<size_t>(a)], p[static_cast<size_t>(b)]);
+  if (a == b) return c.out(n, c.t(n, 0));
+  c.out(n, c.b.transpose(c.t(n, 0), p));
+}
+
+void squeeze(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  auto shape = c.shape(n, 0);
+  std::vector<int64_t> axes;
+  if (n->inputs().size() > 1) {
+    for (int64_t d : c.ints(n, 1)) {
+      d = norm_axis(d, std::max(r, 1));
+      if (r > 0 && shape[static_cast<size_t>(d)] == 1) axes.push_back(d);
+      if (r > 0 && shape[static_cast<size_t>(d)] < 0) throw UnsupportedError("aten::squeeze of a dynamic dim");
+    }
+  } else {
+    for (int i = 0; i < r; ++i) {
+      if (shape[static_cast<size_t>(i)] < 0) throw UnsupportedError("aten::squeeze() with dynamic dims");
+      if (shape[static_cast<size_t>(i)] == 1) axes.push_back(i);
+    }
+  }
+  if (axes.empty()) return c.out(n, c.t(n, 0));
+  c.out(n, c.b.squeeze(c.t(n, 0), axes));
+}
+
+void unsqueeze(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  c.out(n, c.b.unsqueeze(c.t(n, 0), {norm_axis(c.i(n, 1), r + 1)}));
+}
+
+void expand(Ctx& c, const TNode* n) {
+  const TV& sz = c.in(n, 1);
+  std::string shape;
+  if (sz.is_const() || (sz.kind == TV::Kind::List)) {
+    // -1 keeps a size; Expand's broadcasting does the same with 1.
+    TV fixed = sz;
+    if (fixed.is_const()) {
+      auto v = fixed.c.toIntVector();
+      for (auto& e : v)
+        if (e == -1) e = 1;
+      shape = c.b.i64s(v);
+    } else {
+      for (auto& e : fixed.items)
+        if (e.is_const() && e.c.toInt() == -1) e = TV::constant(int64_t{1});
+      shape = c.ints_tensor(fixed);
+    }
+  } else {
+    shape = c.ints_tensor(sz);
+  }
+  c.out(n, c.b.op1("Expand", {c.t(n, 0), shape}));
+}
+
+void expand_as(Ctx& c, const TNode* n) {
+  c.out(n, c.b.op1("Expand", {c.t(n, 0), c.b.shape_of(c.t(n, 1))}));
+}
+
+void repeat(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  auto reps = c.ints(n, 1);
+  std::string x = c.t(n, 0);
+  if (static_cast<int>(reps.size()) > r) {
+    std::vector<int64_t> axes;
+    for (int i = 0; i < static_cast<int>(reps.size()) - r; ++i) axes.push_back(i);
+    x = c.b.unsqueeze(x, axes);
+  }
+  c.out(n, c.b.op1("Tile", {x, c.b.i64s(reps)}));
+}
+
+std::vector<TV> list_items(Ctx& c, const TNode* n, size_t i) {
+  const TV& v = c.in(n, i);
+  if (v.kind == TV::Kind::List) return v.items;
+  if (v.is_const() && v.c.isTensorList()) {
+    std::vector<TV> r;
+    for (const auto& t : v.c.toTensorVector()) r.push_back(TV::constant(t));
+    return r;
+  }
+  throw UnsupportedError(std::string(n->kind().toQualString()) + " on a tensor list of unknown length");
+}
+
+void cat(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  int r = c.out_rank(n);
+  std::vector<std::string> parts;
+  for (const TV& e : list_items(c, n, 0)) {
+    // torch.cat skips empty 1-D tensors (legacy behaviour).
+    if (e.rank_known && e.shape.size() == 1 && e.shape[0] == 0 && r != 1) continue;
+    parts.push_back(c.tensor_as(e, t));
+  }
+  c.out(n, c.b.concat(parts, norm_axis(c.i(n, 1), r)));
+}
+
+void stack(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  int r = c.out_rank(n);
+  int64_t axis = norm_axis(c.i(n, 1), r);
+  std::vector<std::string> parts;
+  for (const TV& e : list_items(c, n, 0)) parts.push_back(c.b.unsqueeze(c.tensor_as(e, t), {axis}));
+  c.out(n, parts.size() == 1 ? parts[0] : c.b.concat(parts, axis));
+}
+
+void emit_split(Ctx& c, const TNode* n, const std::vector<int64_t>& sizes, int64_t axis, bool squeeze_parts) {
+  std::vector<std::string> parts = sizes.size() == 1 ? std::vector<std::string>{c.t(n, 0)}
+                                                     : c.b.split(c.t(n, 0), sizes, axis);
+  if (squeeze_parts)
+    for (auto& p : parts) p = c.b.squeeze(p, {axis});
+  std::vector<TV> items;
+  for (const auto& p : parts) items.push_back(TV::tensor(p, c.dtype(n, 0)));
+  if (n->outputs().size() == 1 && n->output()->type()->kind() == c10::TypeKind::ListType)
+    return c.set(n->output(), TV::list(items));
+  for (size_t k = 0; k < n->outputs().size(); ++k) c.set(n->output(k), items.at(k));
+}
+
+int64_t static_dim(Ctx& c, const TNode* n, int64_t axis) {
+  int64_t d = c.shape(n, 0).at(static_cast<size_t>(axis));
+  if (d < 0) throw UnsupportedError(std::string(n->kind().toQualString()) + " along a dynamic dimension");
+  return d;
+}
+
+// aten::split(x, split_size | sizes, dim), aten::split_with_sizes, aten::chunk, aten::unbind
+void split(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  int64_t axis = norm_axis(c.i(n, 2), r);
+  const TV& s = c.in(n, 1);
+  std::vector<int64_t> sizes;
+  if (s.is_const() && s.c.isInt()) {
+    int64_t len = static_dim(c, n, axis), step = s.c.toInt();
+    for (int64_t at = 0; at < len; at += step) sizes.push_back(std::min(step, len - at));
+  } else {
+    sizes = c.ints(n, 1);
+  }
+  emit_split(c, n, sizes, axis, false);
+}
+
+void chunk(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  int64_t axis = norm_axis(c.i(n, 2), r);
+  int64_t len = static_dim(c, n, axis), chunks = c.i(n, 1);
+  int64_t step = (len + chunks - 1) / chunks;
+  std::vector<int64_t> sizes;
+  for (int64_t at = 0; at < len; at += step) sizes.push_back(std::min(step, len - at));
+  emit_split(c, n, sizes, axis, false);
+}
+
+void unbind(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  int64_t axis = norm_axis(c.i(n, 1), r);
+  emit_split(c, n, std::vector<int64_t>(static_cast<size_t>(static_dim(c, n, axis)), 1), axis, true);
+}
+
+// aten::slice(x, dim, start, end, step)
+void slice(Ctx& c, const TNode* n) {
+  if (is_list_value(n, 0)) return list_slice(c, n);
+  int r = c.rank(n, 0);
+  int64_t axis = norm_axis(c.i(n, 1), r);
+  int64_t step = c.is_none(n, 4) ? 1 : c.i(n, 4);
+  const TV& s = c.in(n, 2);
+  const TV& e = c.in(n, 3);
+  if ((s.is_const()) && (e.is_const())) {
+    int64_t start = s.is_none() ? 0 : s.c.toInt();
+    int64_t end = e.is_none() ? INT64_MAX : e.c.toInt();
+    if (start == 0 && end == INT64_MAX && step == 1) return c.out(n, c.t(n, 0));
+    return c.out(n, c.b.slice(c.t(n, 0), {start}, {end}, {axis}, {step}));
+  }
+  auto one = [&](const TV& v, int64_t dflt) {
+    if (v.is_none()) return c.b.i64s({dflt});
+    return c.b.unsqueeze(c.int_tensor(v), {0});
+  };
+  std::string steps = step == 1 ? std::string() : c.b.i64s({step});
+  c.out(n, c.b.slice_dyn(c.t(n, 0), one(s, 0), one(e, INT64_MAX), c.b.i64s({axis}), steps));
+}
+
+// aten::select(x, dim, index): Gather with a 0-d index drops the dim.
+void select(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  int64_t axis = norm_axis(c.i(n, 1), r);
+  std::string idx;
+  if (c.is_const(n, 2)) {
+    int64_t i = c.i(n, 2);
+    if (i < 0) i += static_dim(c, n, axis);
+    idx = c.b.i64(i);
+  } else {
+    idx = c.int_tensor(c.in(n, 2));
+  }
+  c.out(n, c.b.op1("Gather", {c.t(n, 0), idx}, {Attribute::make_int("axis", axis)}));
+}
+
+void narrow(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  int64_t axis = norm_axis(c.i(n, 1), r);
+  int64_t start = c.i(n, 2), len = c.i(n, 3);
+  if (start < 0) start += static_dim(c, n, axis);
+  c.out(n, c.b.slice(c.t(n, 0), {start}, {start + len}, {axis}));
+}
+
+void flip(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  auto dims = c.ints(n, 1);
+  std::vector<int64_t> starts, ends, steps;
+  for (auto& d : dims) {
+    d = norm_axis(d, r);
+    starts.push_back(-1);
+    ends.push_back(INT64_MIN);
+    steps.push_back(-1);
+  }
+  c.b.require(10, "flip (Slice with negative steps)");
+  c.out(n, c.b.slice(c.t(n, 0), starts, ends, dims, steps));
+}
+
+void roll(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  auto shifts = c.ints(n, 1);
+  auto dims = c.ints(n, 2);
+  std::string x = c.t(n, 0);
+  if (dims.empty()) {
+    // Roll of the flattened tensor.
+    std::string flat = c.b.reshape(x, {-1});
+    int64_t len = 1;
+    for (int64_t s : c.shape(n, 0)) len = s < 0 ? -1 : len * s;
+    if (len < 0) throw UnsupportedError("aten::roll without dims on a dynamic shape");
+    int64_t k = ((shifts[0] % len) + len) % len;
+    std::string y = k == 0 ? flat
+                           : c.b.concat({c.b.slice(flat, {len - k}, {len}, {0}), c.b.slice(flat, {0}, {len - k}, {0})}, 0);
+    return c.out(n, c.b.op1("Reshape", {y, c.b.shape_of(x)}));
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t axis = norm_axis(dims[i], r);
+    int64_t len = static_dim(c, n, axis);
+    int64_t k = ((shifts[i] % len) + len) % len;
+    if (k == 0) continue;
+    x = c.b.concat({c.b.slice(x, {len - k}, {len}, {axis}), c.b.slice(x, {0}, {len - k}, {axis})}, axis);
+  }
+  c.out(n, x);
+}
+
+void movedim(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  auto src = c.ints(n, 1), dst = c.ints(n, 2);
+  std::vector<int64_t> perm(static_cast<size_t>(r), -1);
+  std::vector<bool> used(static_cast<size_t>(r), false);
+  for (size_t i = 0; i < src.size(); ++i) {
+    perm[static_cast<size_t>(norm_axis(dst[i], r))] = norm_axis(src[i], r);
+    used[static_cast<size_t>(norm_axis(src[i], r))] = true;
+  }
+  int64_t next = 0;
+  for (auto& p : perm) {
+    if (p >= 0) continue;
+    while (used[static_cast<size_t>(next)]) ++next;
+    p = next++;
+  }
+  c.out(n, c.b.transpose(c.t(n, 0), perm));
+}
+
+void unflatten(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  int64_t axis = norm_axis(c.i(n, 1), r);
+  auto sizes = c.ints(n, 2);
+  std::vector<int64_t> shape(static_cast<size_t>(axis), 0);
+  shape.insert(shape.end(), sizes.begin(), sizes.end());
+  for (int64_t i = axis + 1; i < r; ++i) shape.push_back(0);
+  c.out(n, c.b.reshape(c.t(n, 0), shape));
+}
+
+}  // namespace
+
+void register_shape_ops(OpTable& t) {
+  t["aten::view"] = {reshape};
+  t["aten::reshape"] = {reshape};
+  t["aten::_reshape_alias"] = {reshape};
+  t["aten::view_as"] = {reshape_as};
+  t["aten::reshape_as"] = {reshape_as};
+  t["aten::flatten"] = {flatten};
+  t["aten::permute"] = {permute};
+  t["aten::transpose"] = {transpose};
+  t["aten::swapaxes"] = {transpose};
+  t["aten::squeeze"] = {squeeze};
+  t["aten::unsqueeze"] = {unsqueeze};
+  t["aten::expand"] = {expand};
+  t["aten::expand_as"] = {expand_as};
+  t["aten::broadcast_to"] = {expand};
+  t["aten::repeat"] = {repeat};
+  t["aten::tile"] = {repeat};
+  t["aten::cat"] = {cat};
+  t["aten::concat"] = {cat};
+  t["aten::stack"] = {stack};
+  t["aten::split"] = {split};
+  t["aten::split_with_sizes"] = {split};
+  t["aten::chunk"] = {chunk};
+  t["aten::unbind"] = {unbind};
+  t["aten::slice"] = {slice};
+  t["aten::select"] = {select};
+  t["aten::narrow"] = {narrow};
+  t["aten::flip"] = {flip};
+  t["aten::roll"] = {roll};
+  t["aten::movedim"] = {movedim};
+  t["aten::moveaxis"] = {movedim};
+  t["aten::unflatten"] = {unflatten};
+}
+
+}  // namespace t2o

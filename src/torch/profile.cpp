@@ -1,0 +1,211 @@
+#include "torch/profile.h"
+
+#include <torch/csrc/jit/runtime/interpreter.h>
+#include <torch/csrc/jit/runtime/operator.h>
+
+#include <mutex>
+
+#include "ir/error.h"
+
+namespace t2o {
+
+namespace tj = torch::jit;
+
+DType dtype_from_scalar_type(c10::ScalarType t) {
+  switch (t) {
+    case c10::kFloat: return DType::Float;
+    case c10::kDouble: return DType::Double;
+    case c10::kHalf: return DType::Float16;
+    case c10::kBFloat16: return DType::BFloat16;
+    case c10::kByte: return DType::UInt8;
+    case c10::kChar: return DType::Int8;
+    case c10::kShort: return DType::Int16;
+    case c10::kInt: return DType::Int32;
+    case c10::kLong: return DType::Int64;
+    case c10::kBool: return DType::Bool;
+    default: return DType::Undefined;
+  }
+}
+
+c10::ScalarType scalar_type_from_dtype(DType t) {
+  switch (t) {
+    case DType::Float: return c10::kFloat;
+    case DType::Double: return c10::kDouble;
+    case DType::Float16: return c10::kHalf;
+    case DType::BFloat16: return c10::kBFloat16;
+    case DType::UInt8: return c10::kByte;
+    case DType::Int8: return c10::kChar;
+    case DType::Int16: return c10::kShort;
+    case DType::Int32: return c10::kInt;
+    case DType::Int64: return c10::kLong;
+    case DType::Bool: return c10::kBool;
+    default: throw Error("element type " + std::string(dtype_name(t)) + " has no torch equivalent", {}, kExitUsage);
+  }
+}
+
+Observed observe(const c10::IValue& v) {
+  Observed o;
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    o.kind = Observed::Kind::Tensor;
+    if (!t.defined()) return o;
+    o.dtype = dtype_from_scalar_type(t.scalar_type());
+    o.sizes = t.sizes().vec();
+  } else if (v.isInt() || v.isDouble() || v.isBool()) {
+    o.kind = v.isInt() ? Observed::Kind::Int : v.isDouble() ? Observed::Kind::Float : Observed::Kind::Bool;
+    o.dtype = v.isInt() ? DType::Int64 : v.isDouble() ? DType::Float : DType::Bool;
+    o.first = v;
+  } else if (v.isList() || v.isTuple()) {
+    o.kind = v.isList() ? Observed::Kind::List : Observed::Kind::Tuple;
+    if (v.isList())
+      for (const c10::IValue& e : v.toListRef()) o.elems.push_back(observe(e));
+    else
+      for (const c10::IValue& e : v.toTupleRef().elements()) o.elems.push_back(observe(e));
+  } else if (!v.isNone()) {
+    o.kind = Observed::Kind::Other;
+  }
+  return o;
+}
+
+void Observed::merge(const Observed& o) {
+  if (kind != o.kind) {
+    if (kind == Kind::None) *this = o;  // Optional values: keep what we saw when present
+    return;
+  }
+  if (kind == Kind::Tensor) {
+    if (dtype == DType::Undefined) dtype = o.dtype;
+    if (sizes.size() != o.sizes.size()) {
+      rank_known = false;
+    } else {
+      for (size_t i = 0; i < sizes.size(); ++i)
+        if (sizes[i] != o.sizes[i]) sizes[i] = -1;
+    }
+  } else if (kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool) {
+    if (!(first == o.first)) varies = true;
+  } else if (kind == Kind::List || kind == Kind::Tuple) {
+    if (elems.size() != o.elems.size()) {
+      varies = true;
+      return;
+    }
+    for (size_t i = 0; i < elems.size(); ++i) elems[i].merge(o.elems[i]);
+  }
+}
+
+namespace {
+
+// The recorder of the run in progress; profiling runs are serialised by a mutex.
+struct Recorder {
+  std::vector<const tj::Value*> ids;
+  std::unordered_map<const tj::Value*, Observed>* obs = nullptr;
+  std::vector<bool> seen_this_run;
+};
+Recorder* g_recorder = nullptr;
+std::mutex g_mutex;
+
+void register_record_op() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    tj::registerOperator(tj::Operator(
+        "t2o::record(Any x, int id) -> ()",
+        [](tj::Stack& stack) {
+          int64_t id = stack.back().toInt();
+          c10::IValue v = stack[stack.size() - 2];
+          stack.pop_back();
+          stack.pop_back();
+          if (!g_recorder) return;
+          const tj::Value* val = g_recorder->ids.at(static_cast<size_t>(id));
+          Observed o = observe(v);
+          auto it = g_recorder->obs->find(val);
+          if (it == g_recorder->obs->end())
+            g_recorder->obs->emplace(val, std::move(o));
+          else
+            it->second.merge(o);
+        },
+        c10::AliasAnalysisKind::CONSERVATIVE));
+  });
+}
+
+bool recordable(const tj::Value* v) {
+  auto k = v->type()->kind();
+  return k != c10::TypeKind::ClassType && k != c10::TypeKind::FunctionType && k != c10::TypeKind::NoneType &&
+         k != c10::TypeKind::InterfaceType;
+}
+
+void instrument(tj::Block* block, std::vector<const tj::Value*>& ids, std::vector<tj::Node*>& added) {
+  auto g = block->owningGraph();
+  auto make = [&](tj::Value* v) {
+    tj::Node* n = g->create(c10::Symbol::fromQualString("t2o::record"), 0);
+    n->addInput(v);
+    tj::Value* idv = g->insertConstant(static_cast<int64_t>(ids.size()));
+    (void)idv;
+    ids.push_back(v);
+    added.push_back(n);
+    return std::make_pair(n, idv);
+  };
+  std::vector<tj::Node*> nodes(block->nodes().begin(), block->nodes().end());
+  // Block inputs (loop counters, carried values) are observed at the top of the block.
+  tj::Node* anchor = block->param_node();
+  for (tj::Value* in : block->inputs()) {
+    if (!recordable(in)) continue;
+    auto [rec, idv] = make(in);
+    idv->node()->moveAfter(anchor);
+    rec->addInput(idv);
+    rec->insertAfter(idv->node());
+    anchor = rec;
+  }
+  for (tj::Node* n : nodes) {
+    for (tj::Block* b : n->blocks()) instrument(b, ids, added);
+    tj::Node* after = n;
+    for (tj::Value* out : n->outputs()) {
+      if (!recordable(out)) continue;
+      auto [rec, idv] = make(out);
+      idv->node()->moveAfter(after);
+      rec->addInput(idv);
+      rec->insertAfter(idv->node());
+      after = rec;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<c10::IValue> Profile::run(const std::shared_ptr<tj::Graph>& graph, const std::vector<tj::Stack>& runs) {
+  register_record_op();
+  std::vector<const tj::Value*> ids;
+  std::vector<tj::Node*> added;
+  instrument(graph->block(), ids, added);
+  std::vector<const tj::Value*> graph_ids(ids.begin(), ids.end());
+  // The interpreter runs a copy, so map copied values back to ours through the id constants.
+  auto copy = graph->copy();
+  for (tj::Node* rec : added) {
+    tj::Value* idv = rec->input(1);
+    rec->removeAllInputs();
+    rec->destroy();
+    if (!idv->hasUses()) idv->node()->destroy();
+  }
+  std::vector<c10::IValue> first;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Recorder rec{graph_ids, &obs_, {}};
+  g_recorder = &rec;
+  try {
+    tj::Code code(copy, "t2o_profile");
+    for (size_t r = 0; r < runs.size(); ++r) {
+      tj::Stack stack = runs[r];
+      tj::InterpreterState state(code);
+      state.run(stack);
+      if (r == 0) first = stack;
+    }
+  } catch (...) {
+    g_recorder = nullptr;
+    throw;
+  }
+  g_recorder = nullptr;
+  return first;
+}
+
+const Observed* Profile::get(const tj::Value* v) const {
+  auto it = obs_.find(v);
+  return it == obs_.end() ? nullptr : &it->second;
+}
+
+}  // namespace t2o

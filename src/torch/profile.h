@@ -1,0 +1,40 @@
+#pragma once
+// Learns the dtype and shape of every TorchScript value by running the graph on example inputs.
+// Dims that differ between runs (or between loop iterations) are marked -1: they are dynamic.
+#include <torch/script.h>
+
+#include <unordered_map>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace t2o {
+
+struct Observed {
+  enum class Kind { None, Tensor, Int, Float, Bool, List, Tuple, Other } kind = Kind::None;
+  DType dtype = DType::Undefined;
+  bool rank_known = true;
+  std::vector<int64_t> sizes;  // tensors; -1 where the size varies
+  c10::IValue first;           // numbers: the first value seen
+  bool varies = false;         // numbers: a later value differed
+  std::vector<Observed> elems; // lists and tuples
+  void merge(const Observed& o);
+};
+
+Observed observe(const c10::IValue& v);
+DType dtype_from_scalar_type(c10::ScalarType t);
+c10::ScalarType scalar_type_from_dtype(DType t);
+
+class Profile {
+ public:
+  // Runs `graph` once per input stack, observing every node output and block input.
+  // Returns the outputs of the first run.
+  std::vector<c10::IValue> run(const std::shared_ptr<torch::jit::Graph>& graph,
+                               const std::vector<torch::jit::Stack>& runs);
+  const Observed* get(const torch::jit::Value* v) const;
+
+ private:
+  std::unordered_map<const torch::jit::Value*, Observed> obs_;
+};
+
+}  // namespace t2o

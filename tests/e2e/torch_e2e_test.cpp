@@ -1,0 +1,178 @@
+// End-to-end: every fixture from tests/models converts at opset 13 and 17, passes the onnx
+// checker, and (Interop) ONNX Runtime reproduces PyTorch's outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "onnx/check.h"
+#include "onnx/model_io.h"
+#include "onnx/tensor_io.h"
+#include "torch/convert.h"
+
+namespace fs = std::filesystem;
+using namespace t2o;
+
+namespace {
+
+std::string fixture_dir() {
+  const char* e = std::getenv("T2O_TORCH_FIXTURES");
+  return e ? e : T2O_TORCH_FIXTURES;
+}
+
+struct Spec {
+  ConvertOptions opts;
+  double rtol = 1e-3, atol = 1e-4;
+  int min_opset = 9;
+  int expect_exit = 0;
+  std::string expect_text;
+};
+
+Dims parse_dims(const std::string& s) {
+  Dims d;
+  if (s == "scalar") return d;
+  std::stringstream ss(s);
+  std::string p;
+  while (std::getline(ss, p, 'x')) d.push_back(std::stoll(p));
+  return d;
+}
+
+Spec read_spec(const std::string& dir) {
+  Spec s;
+  std::ifstream f(dir + "/spec.txt");
+  std::string line;
+  while (std::getline(f, line)) {
+    std::stringstream ls(line);
+    std::string kind;
+    ls >> kind;
+    if (kind == "input") {
+      std::string name, dims, dt;
+      ls >> name >> dims >> dt;
+      s.opts.inputs.push_back({name, parse_dims(dims), dtype_from_name(dt)});
+    } else if (kind == "dynamic") {
+      std::string v;
+      ls >> v;  // NAME:AXIS=LABEL
+      auto colon = v.find(':'), eq = v.find('=');
+      DynamicSpec d{v.substr(0, colon), {}};
+      d.axes[std::stoi(v.substr(colon + 1, eq - colon - 1))] = v.substr(eq + 1);
+      s.opts.dynamic.push_back(d);
+    } else if (kind == "tol") {
+      ls >> s.rtol >> s.atol;
+    } else if (kind == "min_opset") {
+      ls >> s.min_opset;
+    } else if (kind == "expect_error") {
+      ls >> s.expect_exit;
+      std::getline(ls, s.expect_text);
+      if (!s.expect_text.empty() && s.expect_text[0] == ' ') s.expect_text.erase(0, 1);
+    }
+  }
+  return s;
+}
+
+std::vector<std::string> fixture_names() {
+  std::vector<std::string> r;
+  std::ifstream f(fixture_dir() + "/index.txt");
+  std::string line;
+  while (std::getline(f, line))
+    if (!line.empty()) r.push_back(line);
+  if (r.empty()) r.push_back("MISSING_FIXTURES");
+  return r;
+}
+
+struct Param {
+  std::string name;
+  int opset;
+};
+
+std::vector<Param> params() {
+  std::vector<Param> r;
+  for (const auto& n : fixture_names())
+    for (int o : {13, 17}) r.push_back({n, o});
+  return r;
+}
+
+class E2E : public ::testing::TestWithParam<Param> {};
+
+// Converts (or checks the expected failure); returns the saved model path or "" when done.
+std::string convert_fixture(const Param& p, const Spec& spec) {
+  std::string dir = fixture_dir() + "/" + p.name;
+  ConvertOptions o = spec.opts;
+  o.opset = p.opset;
+  if (spec.expect_exit) {
+    try {
+      convert_torchscript(dir + "/model.pt", o);
+      ADD_FAILURE() << "expected conversion to fail";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), spec.expect_exit) << e.what();
+      EXPECT_NE(std::string(e.what()).find(spec.expect_text), std::string::npos) << e.what();
+    }
+    return {};
+  }
+  ConvertResult r = convert_torchscript(dir + "/model.pt", o);
+  check_model(r.model);
+  fs::path out = fs::temp_directory_path() / ("t2o_e2e_" + p.name + "_" + std::to_string(p.opset) + ".onnx");
+  save_model(r.model, out.string());
+  return out.string();
+}
+
+TEST_P(E2E, Converts) {
+  const Param& p = GetParam();
+  ASSERT_NE(p.name, "MISSING_FIXTURES") << "no fixtures in " << fixture_dir();
+  Spec spec = read_spec(fixture_dir() + "/" + p.name);
+  if (p.opset < spec.min_opset) GTEST_SKIP() << "fixture needs opset " << spec.min_opset;
+  try {
+    std::string path = convert_fixture(p, spec);
+    if (!path.empty() && !std::getenv("T2O_E2E_KEEP")) fs::remove(path);
+  } catch (const Error& e) {
+    FAIL() << "exit " << e.exit_code() << ": " << e.what() << "\nhint: " << e.hint();
+  }
+}
+
+void expect_close(const Tensor& want, const Tensor& got, double rtol, double atol, const std::string& what) {
+  ASSERT_EQ(want.dims(), got.dims()) << what << ": shape";
+  int64_t bad = 0;
+  double worst = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double a = want.as_double(i), b = got.as_double(i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    double err = std::fabs(a - b);
+    if (err > atol + rtol * std::fabs(a)) ++bad, worst = std::max(worst, err);
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << want.numel() << " elements differ, worst |diff| " << worst;
+}
+
+TEST_P(E2E, MatchesOnnxRuntime) {
+  const Param& p = GetParam();
+  ASSERT_NE(p.name, "MISSING_FIXTURES");
+  std::string dir = fixture_dir() + "/" + p.name;
+  Spec spec = read_spec(dir);
+  if (p.opset < spec.min_opset || spec.expect_exit) GTEST_SKIP();
+  std::string path;
+  try {
+    path = convert_fixture(p, spec);
+  } catch (const Error& e) {
+    FAIL() << "exit " << e.exit_code() << ": " << e.what();
+  }
+  fs::path out_dir = fs::temp_directory_path() / ("t2o_ort_" + p.name + "_" + std::to_string(p.opset));
+  fs::remove_all(out_dir);
+  std::string cmd = "node '" + std::string(T2O_ORT_RUN) + "' '" + path + "' '" + dir + "' '" + out_dir.string() + "'";
+  int rc = std::system(cmd.c_str());
+  ASSERT_EQ(rc, 0) << cmd;
+  for (int k = 0; fs::exists(dir + "/output_" + std::to_string(k) + ".npy"); ++k) {
+    std::string f = "/output_" + std::to_string(k) + ".npy";
+    ASSERT_TRUE(fs::exists(out_dir.string() + f)) << "ONNX Runtime gave fewer outputs than PyTorch";
+    expect_close(read_npy(dir + f), read_npy(out_dir.string() + f), spec.rtol, spec.atol, "output " + std::to_string(k));
+  }
+  fs::remove(path);
+  fs::remove_all(out_dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, E2E, ::testing::ValuesIn(params()),
+                         [](const ::testing::TestParamInfo<Param>& i) {
+                           return i.param.name + "_" + std::to_string(i.param.opset);
+                         });
+
+}  // namespace

@@ -1,0 +1,98 @@
+"""Builds TorchScript fixtures for the converter tests.
+
+usage: fixtures.py OUT_DIR [NAME_PREFIX ...]
+
+For each fixture NAME writes OUT_DIR/NAME/{model.pt, spec.txt, input_K.npy, output_K.npy}.
+spec.txt lines: `input NAME DIMS DTYPE`, `dynamic NAME:AXIS=LABEL`, `tol RTOL ATOL`.
+Outputs are flattened depth-first, as the converter flattens them.
+"""
+import inspect
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo_basic  # noqa: E402
+import zoo_vision  # noqa: E402
+import zoo_ops  # noqa: E402
+import zoo_control  # noqa: E402
+
+DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.int32: "i32", torch.bool: "bool",
+          torch.uint8: "u8", torch.float16: "f16", torch.int8: "i8"}
+
+
+def flatten(x, out):
+    if isinstance(x, (tuple, list)):
+        for e in x:
+            flatten(e, out)
+    elif isinstance(x, torch.Tensor):
+        out.append(x)
+    elif isinstance(x, (int, float, bool)):
+        out.append(torch.tensor(x))
+    else:
+        raise TypeError(type(x))
+    return out
+
+
+def arg_names(module, n):
+    fn = module.forward
+    names = [p for p in inspect.signature(fn).parameters]
+    return names[:n]
+
+
+def write(out_dir, name, f):
+    module, inputs = f["model"], f["inputs"]
+    module.eval()
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        if f.get("mode", "script") == "trace":
+            ts = torch.jit.trace(module, tuple(inputs), check_trace=False)
+        else:
+            ts = torch.jit.script(module)
+        if f.get("train_mode"):
+            ts.train()
+        ts.save(os.path.join(d, "model.pt"))
+        outputs = flatten(module(*inputs), [])
+    names = arg_names(module, len(inputs))
+    lines = []
+    flat_in = []
+    for nm, x in zip(names, inputs):
+        parts = [(nm, x)] if isinstance(x, torch.Tensor) else [(f"{nm}.{i}", e) for i, e in enumerate(x)]
+        for pn, t in parts:
+            lines.append(f"input {pn} {'x'.join(str(s) for s in t.shape) or 'scalar'} {DTYPES[t.dtype]}")
+            flat_in.append(t)
+    for dyn in f.get("dynamic", []):
+        lines.append(f"dynamic {dyn}")
+    if "tol" in f:
+        lines.append(f"tol {f['tol'][0]} {f['tol'][1]}")
+    if "min_opset" in f:
+        lines.append(f"min_opset {f['min_opset']}")
+    for k, t in enumerate(flat_in):
+        np.save(os.path.join(d, f"input_{k}.npy"), t.numpy())
+    for k, t in enumerate(outputs):
+        np.save(os.path.join(d, f"output_{k}.npy"), t.detach().numpy())
+    with open(os.path.join(d, "spec.txt"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def main():
+    out_dir = sys.argv[1]
+    prefixes = sys.argv[2:]
+    fixtures = {}
+    for zoo in (zoo_basic, zoo_vision, zoo_ops, zoo_control):
+        fixtures.update(zoo.fixtures())
+    for name, f in sorted(fixtures.items()):
+        if prefixes and not any(name.startswith(p) for p in prefixes):
+            continue
+        torch.manual_seed(0)
+        write(out_dir, name, f() if callable(f) else f)
+    with open(os.path.join(out_dir, "index.txt"), "w") as fh:
+        fh.write("\n".join(sorted(n for n in os.listdir(out_dir) if os.path.isdir(os.path.join(out_dir, n)))) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+# Converter tests (included from tests/CMakeLists.txt). Fixtures are built by tests/models/*.py
+# with the Debian Python (torch 1.13) into the build tree when the tests run.
+set(T2O_TORCH_PYTHON /usr/bin/python3 CACHE FILEPATH "Python with torch, for the converter fixtures")
+set(T2O_TORCH_FIXTURES ${CMAKE_BINARY_DIR}/torch_fixtures)
+
+add_executable(torch_e2e_test ${CMAKE_CURRENT_SOURCE_DIR}/e2e/torch_e2e_test.cpp)
+target_link_libraries(torch_e2e_test PRIVATE t2o_torch t2o_onnx GTest::gtest_main)
+target_compile_definitions(torch_e2e_test PRIVATE T2O_TORCH_FIXTURES="${T2O_TORCH_FIXTURES}"
+                           T2O_ORT_RUN="${CMAKE_CURRENT_SOURCE_DIR}/interop/ort_run.js")
+
+add_test(NAME torch_fixtures
+         COMMAND ${T2O_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/models/fixtures.py ${T2O_TORCH_FIXTURES})
+set_tests_properties(torch_fixtures PROPERTIES FIXTURES_SETUP torch_fixtures LABELS "e2e;interop" TIMEOUT 900)
+
+# The fixture list is known only after the setup test ran, so each label runs the suite as one test.
+add_test(NAME torch_e2e COMMAND torch_e2e_test --gtest_filter=*E2E.Converts/*)
+set_tests_properties(torch_e2e PROPERTIES FIXTURES_REQUIRED torch_fixtures LABELS e2e TIMEOUT 1800)
+add_test(NAME torch_interop COMMAND torch_e2e_test --gtest_filter=*E2E.MatchesOnnxRuntime/*)
+set_tests_properties(torch_interop PROPERTIES FIXTURES_REQUIRED torch_fixtures LABELS interop TIMEOUT 3600
+                     ENVIRONMENT "NODE_PATH=$ENV{HOME}/.cache/torch2onnx/node_modules")
