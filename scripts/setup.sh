@@ -20,7 +20,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libdnnl-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  nodejs npm
+  nodejs npm bc
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }

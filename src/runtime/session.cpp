@@ -7,6 +7,7 @@
 
 #include "onnx/model_io.h"
 #include "runtime/exec.h"
+#include "runtime/functions.h"
 
 namespace t2o {
 
@@ -88,6 +89,7 @@ struct Session::Impl {
 Session::Session(Model model, SessionOptions opts) : impl_(std::make_unique<Impl>()) {
   impl_->model = std::move(model);
   impl_->opts = opts;
+  inline_model_functions(impl_->model);
   set_runtime_threads(opts.threads);
   std::unordered_map<std::string, int64_t> opsets;
   for (const auto& o : impl_->model.opset_import) opsets[o.domain == "ai.onnx" ? "" : o.domain] = o.version;

@@ -1,0 +1,28 @@
+// Times a model in ONNX Runtime:  node ort_bench.js MODEL.onnx INPUT.npy THREADS ITERS [OUT.npy]
+// Graph optimizations on, sequential execution, intra-op threads = THREADS. Prints one JSON line.
+'use strict';
+const { readNpy, writeNpy, loadOrt } = require('./npy.js');
+const ort = loadOrt();
+
+async function main() {
+  const [model, input, threads, iters, out] = process.argv.slice(2);
+  const t0 = process.hrtime.bigint();
+  const s = await ort.InferenceSession.create(model, {
+    graphOptimizationLevel: 'all', executionMode: 'sequential',
+    intraOpNumThreads: Number(threads), interOpNumThreads: 1,
+  });
+  const buildMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  const feeds = { [s.inputNames[0]]: readNpy(ort, input) };
+  let r;
+  for (let i = 0; i < 3; ++i) r = await s.run(feeds);
+  const ms = [];
+  for (let i = 0; i < Number(iters); ++i) {
+    const a = process.hrtime.bigint();
+    r = await s.run(feeds);
+    ms.push(Number(process.hrtime.bigint() - a) / 1e6);
+  }
+  ms.sort((a, b) => a - b);
+  if (out) writeNpy(out, r[s.outputNames[0]]);
+  console.log(JSON.stringify({ median_ms: ms[ms.length >> 1], min_ms: ms[0], build_ms: buildMs }));
+}
+main().catch(e => { console.error('error: ' + (e && e.message || e)); process.exit(3); });
