@@ -173,10 +173,16 @@ void run_clip(KernelContext& ctx, bool fast) {
   });
 }
 
-// PRelu: slope broadcasts onto X (unidirectionally).
+// PRelu: slope broadcasts onto X (unidirectionally). Before opset 7 a 1-D slope holds one
+// value per channel (dim 1), so it is viewed as [C, 1, ..., 1].
 void run_prelu(KernelContext& ctx, bool fast) {
   const Tensor& x = ctx.input(0);
-  const Tensor& s = ctx.input(1);
+  Tensor s = ctx.input(1);
+  if (ctx.opset() < 7 && s.rank() == 1 && x.rank() > 2 && s.numel() == x.dim(1)) {
+    Dims d(static_cast<size_t>(x.rank() - 1), 1);
+    d[0] = s.numel();
+    s = s.reshaped(d);
+  }
   if (x.dtype() != s.dtype()) ctx.fail("slope type " + std::string(dtype_name(s.dtype())) + " differs from input");
   Dims od = broadcast_dims(ctx, x.dims(), s.dims());
   if (od != x.dims())
@@ -209,15 +215,15 @@ KernelFactory gelu_factory() {
 
 void register_activation_kernels(KernelRegistry& r) {
   using T = Types;
-  r.add("", "Relu", 6, unary_factory<T::Signed>(fixed(ReluOp{})));
-  r.add("", "LeakyRelu", 6, unary_factory<T::Float>([](const Node& n) { return LeakyReluOp{n.attr_float("alpha", 0.01f)}; }));
-  r.add("", "Elu", 6, unary_factory<T::Float>([](const Node& n) { return EluOp{n.attr_float("alpha", 1.0f)}; }));
+  r.add("", "Relu", 1, unary_factory<T::Signed>(fixed(ReluOp{})));
+  r.add("", "LeakyRelu", 1, unary_factory<T::Float>([](const Node& n) { return LeakyReluOp{n.attr_float("alpha", 0.01f)}; }));
+  r.add("", "Elu", 1, unary_factory<T::Float>([](const Node& n) { return EluOp{n.attr_float("alpha", 1.0f)}; }));
   r.add("", "Celu", 12, unary_factory<T::Float>([](const Node& n) { return CeluOp{n.attr_float("alpha", 1.0f)}; }));
-  r.add("", "Selu", 6, unary_factory<T::Float>([](const Node& n) {
+  r.add("", "Selu", 1, unary_factory<T::Float>([](const Node& n) {
           return SeluOp{n.attr_float("alpha", 1.67326319217681884765625f), n.attr_float("gamma", 1.05070102214813232421875f)};
         }));
-  r.add("", "Sigmoid", 6, unary_factory<T::Float>(fixed(SigmoidOp{})));
-  r.add("", "HardSigmoid", 6, unary_factory<T::Float>([](const Node& n) {
+  r.add("", "Sigmoid", 1, unary_factory<T::Float>(fixed(SigmoidOp{})));
+  r.add("", "HardSigmoid", 1, unary_factory<T::Float>([](const Node& n) {
           return HardSigmoidOp{n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)};
         }));
   r.add("", "HardSwish", 14, unary_factory<T::Float>(fixed(HardSwishOp{})));
@@ -227,9 +233,9 @@ void register_activation_kernels(KernelRegistry& r) {
   r.add("", "Shrink", 9, unary_factory<T::Numeric>([](const Node& n) {
           return ShrinkOp{n.attr_float("bias", 0.0f), n.attr_float("lambd", 0.5f)};
         }));
-  r.add("", "Clip", 6, clip_attr_factory());
+  r.add("", "Clip", 1, clip_attr_factory());
   r.add("", "Clip", 11, fast_factory(run_clip));
-  r.add("", "PRelu", 7, fast_factory(run_prelu));
+  r.add("", "PRelu", 1, fast_factory(run_prelu));
   r.add("", "Gelu", 20, gelu_factory());
   r.add("com.microsoft", "Gelu", 1, gelu_factory());
   r.add("", "Mish", 18, unary_factory<T::Float>(fixed(MishOp{})));

@@ -1,6 +1,7 @@
 // Binary, variadic and selection elementwise ops: arithmetic, comparison, logic, bit shifts,
 // Mod, Pow, Max/Min/Sum/Mean and Where, all with numpy broadcasting.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -36,12 +37,33 @@ void check_same_types(const KernelContext& ctx, const Tensor& a, const Tensor& b
              std::string(dtype_name(b.dtype())));
 }
 
+// Before opset 7, broadcast=1 with an axis aligns B's dims at that axis of A rather than at
+// the end; trailing ones make numpy broadcasting do the same. kNoAxis: numpy rules.
+constexpr int64_t kNoAxis = INT64_MIN;
+
+int64_t legacy_axis(const KernelInfo& info) {
+  const Node& n = info.node;
+  if (info.opset >= 7 || n.attr_int("broadcast", 0) == 0 || !n.has_attr("axis")) return kNoAxis;
+  return n.attr_int("axis");
+}
+
+Tensor align_rhs(const KernelContext& ctx, const Tensor& a, const Tensor& b, int64_t axis) {
+  if (axis == kNoAxis) return b;
+  int64_t ax = norm_axis(ctx, axis, a.rank());
+  if (ax + b.rank() > a.rank())
+    ctx.fail("B of shape " + dims_to_string(b.dims()) + " does not fit A of shape " + dims_to_string(a.dims()) +
+             " at axis " + std::to_string(axis));
+  Dims d = b.dims();
+  d.resize(static_cast<size_t>(a.rank() - ax), 1);
+  return b.reshaped(d);
+}
+
 // out = op(a, b); the output is bool for comparisons and the input type otherwise. Integer
 // division by zero is rejected up front because it would trap.
 template <Types ts, bool to_bool, typename Op>
-void run_binary(KernelContext& ctx, const Op& op, bool fast, bool int_divisor) {
+void run_binary(KernelContext& ctx, const Op& op, bool fast, bool int_divisor, int64_t axis) {
   const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
+  const Tensor b = align_rhs(ctx, a, ctx.input(1), axis);
   check_same_types(ctx, a, b);
   if (int_divisor && dtype_is_integer(b.dtype()) && has_zero(b)) ctx.fail("integer division by zero");
   Dims od = broadcast_dims(ctx, a.dims(), b.dims());
@@ -59,8 +81,10 @@ KernelFactory binary_factory(MakeOp make, bool int_divisor = false) {
   return [make, int_divisor](const KernelInfo& info) {
     auto op = make(info.node);
     bool fast = info.fast_paths;
-    return std::make_unique<FnKernel>(
-        [op, fast, int_divisor](KernelContext& ctx) { run_binary<ts, to_bool>(ctx, op, fast, int_divisor); });
+    int64_t axis = legacy_axis(info);
+    return std::make_unique<FnKernel>([op, fast, int_divisor, axis](KernelContext& ctx) {
+      run_binary<ts, to_bool>(ctx, op, fast, int_divisor, axis);
+    });
   };
 }
 
@@ -128,9 +152,9 @@ struct PowOp {
 
 // Pow keeps the base's type; an exponent of another type is read as double so the
 // instantiations stay few.
-void run_pow(KernelContext& ctx, bool fast) {
+void run_pow(KernelContext& ctx, bool fast, int64_t axis) {
   const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
+  const Tensor b = align_rhs(ctx, a, ctx.input(1), axis);
   Dims od = broadcast_dims(ctx, a.dims(), b.dims());
   if (b.dtype() == DType::String || b.dtype() == DType::Bool) ctx.fail("exponent " + type_msg(b.dtype()));
   Tensor& out = ctx.allocate_output(0, a.dtype(), od);
@@ -280,27 +304,31 @@ void register_elementwise_kernels(KernelRegistry& r) {
   auto add = [](auto a, auto b) { return a + b; };
   auto sub = [](auto a, auto b) { return a - b; };
   auto mul = [](auto a, auto b) { return a * b; };
-  r.add("", "Add", 7, binary_factory<T::Numeric, false>(fixed(add)));
-  r.add("", "Sub", 7, binary_factory<T::Numeric, false>(fixed(sub)));
-  r.add("", "Mul", 7, binary_factory<T::Numeric, false>(fixed(mul)));
-  r.add("", "Div", 7, binary_factory<T::Numeric, false>(fixed(DivOp{}), true));
+  r.add("", "Add", 1, binary_factory<T::Numeric, false>(fixed(add)));
+  r.add("", "Sub", 1, binary_factory<T::Numeric, false>(fixed(sub)));
+  r.add("", "Mul", 1, binary_factory<T::Numeric, false>(fixed(mul)));
+  r.add("", "Div", 1, binary_factory<T::Numeric, false>(fixed(DivOp{}), true));
   r.add("", "Mod", 10, binary_factory<T::Numeric, false>([](const Node& n) { return ModOp{n.attr_int("fmod", 0) != 0}; }, true));
-  r.add("", "Pow", 7, fast_factory(run_pow));
+  r.add("", "Pow", 1, [](const KernelInfo& info) {
+    bool fast = info.fast_paths;
+    int64_t axis = legacy_axis(info);
+    return std::make_unique<FnKernel>([fast, axis](KernelContext& ctx) { run_pow(ctx, fast, axis); });
+  });
   r.add("", "BitShift", 11, binary_factory<T::Unsigned, false>([](const Node& n) {
           return BitShiftOp{n.attr_string("direction", "LEFT") == "LEFT"};
         }));
-  r.add("", "Equal", 7, binary_factory<T::All, true>(fixed([](auto a, auto b) { return a == b; })));
-  r.add("", "Greater", 7, binary_factory<T::Numeric, true>(fixed([](auto a, auto b) { return a > b; })));
-  r.add("", "Less", 7, binary_factory<T::Numeric, true>(fixed([](auto a, auto b) { return a < b; })));
+  r.add("", "Equal", 1, binary_factory<T::All, true>(fixed([](auto a, auto b) { return a == b; })));
+  r.add("", "Greater", 1, binary_factory<T::Numeric, true>(fixed([](auto a, auto b) { return a > b; })));
+  r.add("", "Less", 1, binary_factory<T::Numeric, true>(fixed([](auto a, auto b) { return a < b; })));
   r.add("", "GreaterOrEqual", 12, binary_factory<T::Numeric, true>(fixed([](auto a, auto b) { return a >= b; })));
   r.add("", "LessOrEqual", 12, binary_factory<T::Numeric, true>(fixed([](auto a, auto b) { return a <= b; })));
-  r.add("", "And", 7, binary_factory<T::Bool, false>(fixed([](bool a, bool b) { return a && b; })));
-  r.add("", "Or", 7, binary_factory<T::Bool, false>(fixed([](bool a, bool b) { return a || b; })));
-  r.add("", "Xor", 7, binary_factory<T::Bool, false>(fixed([](bool a, bool b) { return a != b; })));
-  r.add("", "Max", 6, variadic_factory(MaxOp{}));
-  r.add("", "Min", 6, variadic_factory(MinOp{}));
-  r.add("", "Sum", 6, variadic_factory(AddOp{}));
-  r.add("", "Mean", 6, variadic_factory(AddOp{}, true));
+  r.add("", "And", 1, binary_factory<T::Bool, false>(fixed([](bool a, bool b) { return a && b; })));
+  r.add("", "Or", 1, binary_factory<T::Bool, false>(fixed([](bool a, bool b) { return a || b; })));
+  r.add("", "Xor", 1, binary_factory<T::Bool, false>(fixed([](bool a, bool b) { return a != b; })));
+  r.add("", "Max", 1, variadic_factory(MaxOp{}));
+  r.add("", "Min", 1, variadic_factory(MinOp{}));
+  r.add("", "Sum", 1, variadic_factory(AddOp{}));
+  r.add("", "Mean", 1, variadic_factory(AddOp{}, true));
   r.add("", "Where", 9, fast_factory(run_where));
   register_elementwise_unary_kernels(r);
   register_elementwise_cast_kernels(r);

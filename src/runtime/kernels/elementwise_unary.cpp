@@ -59,15 +59,15 @@ struct SignOp {
 
 void register_elementwise_unary_kernels(KernelRegistry& r) {
   using T = Types;
-  r.add("", "Abs", 6, unary_factory<T::Numeric>(fixed(AbsOp{})));
-  r.add("", "Neg", 6, unary_factory<T::Signed>(fixed([](auto x) { return -x; })));
+  r.add("", "Abs", 1, unary_factory<T::Numeric>(fixed(AbsOp{})));
+  r.add("", "Neg", 1, unary_factory<T::Signed>(fixed([](auto x) { return -x; })));
   r.add("", "Sign", 9, unary_factory<T::Numeric>(fixed(SignOp{})));
-  r.add("", "Reciprocal", 6, unary_factory<T::Float>(fixed([](auto x) { return decltype(x)(1) / x; })));
-  r.add("", "Sqrt", 6, unary_factory<T::Float>(fixed([](auto x) { return std::sqrt(x); })));
-  r.add("", "Exp", 6, unary_factory<T::Float>(fixed([](auto x) { return std::exp(x); })));
-  r.add("", "Log", 6, unary_factory<T::Float>(fixed([](auto x) { return std::log(x); })));
-  r.add("", "Ceil", 6, unary_factory<T::Float>(fixed([](auto x) { return std::ceil(x); })));
-  r.add("", "Floor", 6, unary_factory<T::Float>(fixed([](auto x) { return std::floor(x); })));
+  r.add("", "Reciprocal", 1, unary_factory<T::Float>(fixed([](auto x) { return decltype(x)(1) / x; })));
+  r.add("", "Sqrt", 1, unary_factory<T::Float>(fixed([](auto x) { return std::sqrt(x); })));
+  r.add("", "Exp", 1, unary_factory<T::Float>(fixed([](auto x) { return std::exp(x); })));
+  r.add("", "Log", 1, unary_factory<T::Float>(fixed([](auto x) { return std::log(x); })));
+  r.add("", "Ceil", 1, unary_factory<T::Float>(fixed([](auto x) { return std::ceil(x); })));
+  r.add("", "Floor", 1, unary_factory<T::Float>(fixed([](auto x) { return std::floor(x); })));
   // nearbyint rounds half to even in the default rounding mode, as ONNX requires.
   r.add("", "Round", 11, unary_factory<T::Float>(fixed([](auto x) { return std::nearbyint(x); })));
   r.add("", "Erf", 9, unary_factory<T::Numeric>(fixed([](auto x) { return std::erf(x); })));
@@ -79,7 +79,7 @@ void register_elementwise_unary_kernels(KernelRegistry& r) {
   r.add("", "Atan", 7, unary_factory<T::Float>(fixed([](auto x) { return std::atan(x); })));
   r.add("", "Sinh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::sinh(x); })));
   r.add("", "Cosh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::cosh(x); })));
-  r.add("", "Tanh", 6, unary_factory<T::Float>(fixed([](auto x) { return std::tanh(x); })));
+  r.add("", "Tanh", 1, unary_factory<T::Float>(fixed([](auto x) { return std::tanh(x); })));
   r.add("", "Asinh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::asinh(x); })));
   r.add("", "Acosh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::acosh(x); })));
   r.add("", "Atanh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::atanh(x); })));

@@ -1,0 +1,248 @@
+// Elementwise and activation kernels: semantics the ONNX tests leave open, bad input, and a
+// differential test of the fast broadcast paths against the reference loops on random shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/session.h"
+
+using namespace t2o;
+
+namespace {
+
+struct RunOpts {
+  bool fast = true;
+  int threads = 1;
+  int64_t opset = 17;
+  std::string domain;
+};
+
+// Runs one node over the given inputs and returns its single output.
+Tensor run_op(const std::string& op, const std::vector<Tensor>& ins, const std::vector<Attribute>& attrs = {},
+              RunOpts o = {}) {
+  Model m;
+  m.opset_import = {{"", o.opset}};
+  if (!o.domain.empty()) m.opset_import.push_back({o.domain, 1});
+  Node n;
+  n.op_type = op;
+  n.domain = o.domain;
+  n.name = "n";
+  n.attributes = attrs;
+  std::map<std::string, RValue> feeds;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    std::string name = "x" + std::to_string(i);
+    m.graph.inputs.push_back({name, Type::tensor(ins[i].dtype(), Shape::of(ins[i].dims())), {}});
+    n.inputs.push_back(name);
+    feeds[name] = ins[i];
+  }
+  n.outputs = {"y"};
+  m.graph.nodes.push_back(n);
+  m.graph.outputs.push_back({"y", Type::tensor(DType::Undefined), {}});
+  SessionOptions so;
+  so.fast_paths = o.fast;
+  so.threads = o.threads;
+  Session s(std::move(m), so);
+  return s.run(feeds).at("y").tensor;
+}
+
+const RunOpts kRef{false, 1, 17, ""};
+const RunOpts kFast2{true, 2, 17, ""};
+RunOpts at_opset(int64_t v) { return RunOpts{true, 1, v, ""}; }
+
+template <typename T>
+std::vector<T> values(const Tensor& t) {
+  const T* p = t.data<T>();
+  return std::vector<T>(p, p + t.numel());
+}
+
+Tensor random_float(std::mt19937& g, const Dims& d) {
+  Tensor t(DType::Float, d);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = u(g);
+  return t;
+}
+
+// A shape and a partner that broadcasts against it (leading dims dropped, some dims set to 1).
+std::pair<Dims, Dims> random_pair(std::mt19937& g, int64_t max_dim) {
+  std::uniform_int_distribution<int> rank(0, 5), coin(0, 2);
+  std::uniform_int_distribution<int64_t> dim(1, max_dim);
+  Dims a(static_cast<size_t>(rank(g)));
+  for (auto& x : a) x = dim(g);
+  Dims b = a;
+  for (auto& x : b)
+    if (coin(g) == 0) x = 1;
+  size_t drop = a.empty() ? 0 : static_cast<size_t>(std::uniform_int_distribution<int>(0, static_cast<int>(a.size()))(g));
+  b.erase(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(drop));
+  if (coin(g) == 0) std::swap(a, b);
+  return {a, b};
+}
+
+// Whether `s` broadcasts onto `x` without growing it (PRelu's unidirectional rule).
+bool broadcasts_onto(const Dims& s, const Dims& x) {
+  if (s.size() > x.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    int64_t xd = x[x.size() - s.size() + i];
+    if (s[i] != 1 && s[i] != xd) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST(RuntimeElementwise, FastMatchesReferenceOnRandomBroadcasts) {
+  std::mt19937 g(42);
+  const char* ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "PRelu", "Greater"};
+  for (int iter = 0; iter < 200; ++iter) {
+    auto [da, db] = random_pair(g, iter % 10 == 0 ? 40 : 6);
+    Tensor a = random_float(g, da), b = random_float(g, db);
+    for (const char* op : ops) {
+      if (std::string(op) == "PRelu" && !broadcasts_onto(db, da)) continue;
+      Tensor ref = run_op(op, {a, b}, {}, kRef);
+      Tensor fast = run_op(op, {a, b}, {}, kFast2);
+      ASSERT_TRUE(ref.equals(fast)) << op << " " << dims_to_string(da) << " vs " << dims_to_string(db);
+    }
+    Tensor c(DType::Bool, db);
+    for (int64_t i = 0; i < c.numel(); ++i) c.data<bool>()[i] = (g() & 1) != 0;
+    Tensor ref = run_op("Where", {c, a, b}, {}, kRef);
+    Tensor fast = run_op("Where", {c, a, b}, {}, kFast2);
+    ASSERT_TRUE(ref.equals(fast)) << "Where " << dims_to_string(da) << " vs " << dims_to_string(db);
+  }
+}
+
+TEST(RuntimeElementwise, FastMatchesReferenceOnLargeCnnShapes) {
+  std::mt19937 g(7);
+  Tensor x = random_float(g, {2, 64, 33, 35});
+  std::vector<Dims> partners = {{1, 64, 1, 1}, {64, 1, 1}, {2, 64, 33, 35}, {}, {35}, {2, 1, 33, 1}};
+  for (const Dims& d : partners) {
+    Tensor b = random_float(g, d);
+    for (const char* op : {"Add", "Mul", "Sub"}) {
+      Tensor ref = run_op(op, {x, b}, {}, kRef);
+      Tensor fast = run_op(op, {x, b}, {}, kFast2);
+      ASSERT_TRUE(ref.equals(fast)) << op << " with " << dims_to_string(d);
+      Tensor swapped = run_op(op, {b, x}, {}, kFast2);
+      ASSERT_TRUE(run_op(op, {b, x}, {}, kRef).equals(swapped)) << op << " swapped " << dims_to_string(d);
+    }
+  }
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp"})
+    ASSERT_TRUE(run_op(op, {x}, {}, kRef).equals(run_op(op, {x}, {}, kFast2))) << op;
+}
+
+TEST(RuntimeElementwise, IntegerDivisionAndModSignRules) {
+  Tensor a = Tensor::from_vector<int32_t>({7, -7, 7, -7, 5}, {5});
+  Tensor b = Tensor::from_vector<int32_t>({2, 2, -2, -2, -1}, {5});
+  EXPECT_EQ(values<int32_t>(run_op("Div", {a, b})), (std::vector<int32_t>{3, -3, -3, 3, -5}));
+  EXPECT_EQ(values<int32_t>(run_op("Mod", {a, b})), (std::vector<int32_t>{1, 1, -1, -1, 0}));
+  EXPECT_EQ(values<int32_t>(run_op("Mod", {a, b}, {Attribute::make_int("fmod", 1)})),
+            (std::vector<int32_t>{1, -1, 1, -1, 0}));
+  Tensor mn = Tensor::from_vector<int64_t>({INT64_MIN}, {1});
+  Tensor m1 = Tensor::from_vector<int64_t>({-1}, {1});
+  EXPECT_EQ(values<int64_t>(run_op("Div", {mn, m1}))[0], INT64_MIN);  // wraps, does not trap
+  Tensor zero = Tensor::from_vector<int32_t>({1, 0, 1, 1, 1}, {5});
+  EXPECT_THROW(run_op("Div", {a, zero}), Error);
+  EXPECT_THROW(run_op("Mod", {a, zero}), Error);
+}
+
+TEST(RuntimeElementwise, PowMixedTypes) {
+  Tensor bi = Tensor::from_vector<int64_t>({2, 3, -2, 2}, {4});
+  Tensor ei = Tensor::from_vector<int64_t>({62, 3, 3, -1}, {4});
+  EXPECT_EQ(values<int64_t>(run_op("Pow", {bi, ei})), (std::vector<int64_t>{int64_t{1} << 62, 27, -8, 0}));
+  Tensor bf = Tensor::from_vector<float>({2.0f, 4.0f}, {2});
+  Tensor ef = Tensor::from_vector<int32_t>({3, -1}, {2});
+  EXPECT_EQ(values<float>(run_op("Pow", {bf, ef})), (std::vector<float>{8.0f, 0.25f}));
+  Tensor bi32 = Tensor::from_vector<int32_t>({2, 9}, {2});
+  Tensor eh = Tensor::from_vector<float>({3.0f, 0.5f}, {2});
+  EXPECT_EQ(values<int32_t>(run_op("Pow", {bi32, eh})), (std::vector<int32_t>{8, 3}));
+}
+
+TEST(RuntimeElementwise, RoundHalfToEvenAndSign) {
+  Tensor x = Tensor::from_vector<float>({0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f}, {6});
+  EXPECT_EQ(values<float>(run_op("Round", {x})), (std::vector<float>{0, 2, 2, -0.0f, -2, 2}));
+  Tensor s = Tensor::from_vector<int8_t>({-5, 0, 7}, {3});
+  EXPECT_EQ(values<int8_t>(run_op("Sign", {s})), (std::vector<int8_t>{-1, 0, 1}));
+}
+
+TEST(RuntimeElementwise, BitShiftWidths) {
+  Tensor a = Tensor::from_vector<uint8_t>({1, 255, 16}, {3});
+  Tensor b = Tensor::from_vector<uint8_t>({7, 1, 9}, {3});
+  EXPECT_EQ(values<uint8_t>(run_op("BitShift", {a, b}, {Attribute::make_string("direction", "LEFT")})),
+            (std::vector<uint8_t>{128, 254, 0}));
+  EXPECT_EQ(values<uint8_t>(run_op("BitShift", {a, b}, {Attribute::make_string("direction", "RIGHT")})),
+            (std::vector<uint8_t>{0, 127, 0}));
+}
+
+TEST(RuntimeElementwise, CastStringsLikeNumpy) {
+  Tensor f = Tensor::from_vector<float>({1.5f, 0.1f, 1e-5f, 100000000.0f, 1e16f, -2.0f, NAN, -INFINITY}, {8});
+  Tensor s = run_op("Cast", {f}, {Attribute::make_int("to", 8)});
+  std::vector<std::string> want = {"1.5", "0.1", "1e-05", "100000000.0", "1e+16", "-2.0", "nan", "-inf"};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(s.strings()[i], want[i]);
+  Tensor in = Tensor::from_strings({"1.5", "NaN", "-INF", "+INF", "7"}, {5});
+  auto back = values<float>(run_op("Cast", {in}, {Attribute::make_int("to", 1)}));
+  EXPECT_EQ(back[0], 1.5f);
+  EXPECT_TRUE(std::isnan(back[1]));
+  EXPECT_EQ(back[2], -INFINITY);
+  EXPECT_EQ(back[3], INFINITY);
+  EXPECT_EQ(back[4], 7.0f);
+  Tensor big = Tensor::from_strings({"9007199254740993"}, {1});
+  EXPECT_EQ(values<int64_t>(run_op("Cast", {big}, {Attribute::make_int("to", 7)}))[0], 9007199254740993LL);
+  EXPECT_THROW(run_op("Cast", {Tensor::from_strings({"abc"}, {1})}, {Attribute::make_int("to", 1)}), Error);
+  Tensor h = Tensor::from_vector<float>({0.1f, 300.0f}, {2});
+  Tensor hh = run_op("Cast", {h}, {Attribute::make_int("to", 10)});
+  Tensor hs = run_op("Cast", {hh}, {Attribute::make_int("to", 8)});
+  EXPECT_EQ(hs.strings()[0], "0.1");
+  EXPECT_EQ(hs.strings()[1], "300.0");
+}
+
+TEST(RuntimeElementwise, CastNumericSaturatesAndBools) {
+  Tensor f = Tensor::from_vector<float>({300.0f, -1.0f, NAN, 2.7f}, {4});
+  EXPECT_EQ(values<uint8_t>(run_op("Cast", {f}, {Attribute::make_int("to", 2)})), (std::vector<uint8_t>{255, 0, 0, 2}));
+  EXPECT_EQ(values<bool>(run_op("Cast", {f}, {Attribute::make_int("to", 9)})), (std::vector<bool>{true, true, true, true}));
+}
+
+TEST(RuntimeElementwise, ClipBoundsAcrossOpsets) {
+  Tensor x = Tensor::from_vector<float>({-2, 0.5f, 3}, {3});
+  EXPECT_EQ(values<float>(run_op("Clip", {x}, {Attribute::make_float("min", -1), Attribute::make_float("max", 1)},
+                                 at_opset(9))),
+            (std::vector<float>{-1, 0.5f, 1}));
+  Tensor lo = Tensor::scalar<float>(0.0f);
+  EXPECT_EQ(values<float>(run_op("Clip", {x, lo})), (std::vector<float>{0, 0.5f, 3}));
+  Tensor xi = Tensor::from_vector<int64_t>({INT64_MAX, -5}, {2});
+  Tensor hi = Tensor::scalar<int64_t>(INT64_MAX - 1);
+  Tensor lo64 = Tensor::scalar<int64_t>(-4);
+  EXPECT_EQ(values<int64_t>(run_op("Clip", {xi, lo64, hi})), (std::vector<int64_t>{INT64_MAX - 1, -4}));
+}
+
+TEST(RuntimeElementwise, VariadicAndActivations) {
+  Tensor a = Tensor::from_vector<float>({1, 5}, {2});
+  Tensor b = Tensor::from_vector<float>({3}, {1});
+  Tensor c = Tensor::from_vector<float>({2, 2, 2, 2}, {2, 2});
+  EXPECT_EQ(values<float>(run_op("Sum", {a, b, c})), (std::vector<float>{6, 10, 6, 10}));
+  EXPECT_EQ(values<float>(run_op("Mean", {a, b})), (std::vector<float>{2, 4}));
+  EXPECT_EQ(values<float>(run_op("Max", {a})), (std::vector<float>{1, 5}));
+  Tensor x = Tensor::from_vector<float>({-1, 0, 1}, {3});
+  auto gelu = values<float>(run_op("Gelu", {x}, {}, at_opset(20)));
+  EXPECT_NEAR(gelu[0], -0.158655f, 1e-5);
+  EXPECT_NEAR(gelu[2], 0.841345f, 1e-5);
+  auto mish = values<float>(run_op("Mish", {x}, {}, at_opset(18)));
+  EXPECT_NEAR(mish[2], 0.865098f, 1e-5);
+  auto sig = values<float>(run_op("Sigmoid", {Tensor::from_vector<float>({-100, 100}, {2})}));
+  EXPECT_EQ(sig[0], std::exp(-100.0f) / (1 + std::exp(-100.0f)));
+  EXPECT_EQ(sig[1], 1.0f);
+}
+
+TEST(RuntimeElementwise, BadInputIsAnError) {
+  Tensor a = Tensor::from_vector<float>({1, 2, 3}, {3});
+  Tensor b = Tensor::from_vector<float>({1, 2}, {2});
+  EXPECT_THROW(run_op("Add", {a, b}), Error);
+  EXPECT_THROW(run_op("Add", {a, Tensor::from_vector<int32_t>({1, 2, 3}, {3})}), Error);
+  EXPECT_THROW(run_op("Sqrt", {Tensor::from_vector<int32_t>({4}, {1})}), Error);
+  EXPECT_THROW(run_op("And", {a, a}), Error);
+  EXPECT_THROW(run_op("Where", {a, a, a}), Error);
+  EXPECT_THROW(run_op("PRelu", {b, a}), Error);
+  Tensor x = Tensor::from_vector<float>({1, 2}, {2});
+  EXPECT_THROW(run_op("Clip", {x, Tensor::from_vector<float>({0, 1}, {2})}), Error);
+}
