@@ -1,0 +1,191 @@
+// RNN/GRU/LSTM kernels: cases the ONNX tests leave open (reverse and bidirectional runs, layout 1,
+// sequence_lens, a hand-computed GRU step, activations with parameters) and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/session.h"
+
+using namespace t2o;
+
+namespace {
+
+// Runs one recurrent node; inputs named "" are left absent. Returns all node outputs.
+std::vector<Tensor> run_rnn(const std::string& op, const std::vector<Tensor>& ins, const std::vector<Attribute>& attrs,
+                            int n_out) {
+  Model m;
+  m.opset_import = {{"", 14}};
+  Node n;
+  n.op_type = op;
+  n.name = "rnn";
+  n.attributes = attrs;
+  std::map<std::string, RValue> feeds;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (!ins[i].defined()) {
+      n.inputs.push_back("");
+      continue;
+    }
+    std::string name = "x" + std::to_string(i);
+    m.graph.inputs.push_back({name, Type::tensor(ins[i].dtype(), Shape::of(ins[i].dims())), {}});
+    n.inputs.push_back(name);
+    feeds[name] = ins[i];
+  }
+  for (int k = 0; k < n_out; ++k) {
+    n.outputs.push_back("y" + std::to_string(k));
+    m.graph.outputs.push_back({"y" + std::to_string(k), Type::tensor(ins[0].dtype()), {}});
+  }
+  m.graph.nodes.push_back(n);
+  Session s(std::move(m), {.threads = 1, .fast_paths = true});
+  auto out = s.run(feeds);
+  std::vector<Tensor> r;
+  for (int k = 0; k < n_out; ++k) r.push_back(out.at("y" + std::to_string(k)).tensor);
+  return r;
+}
+
+Tensor random_tensor(Dims d, std::mt19937& g) {
+  Tensor t(DType::Float, d);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(g);
+  return t;
+}
+
+void expect_near(const Tensor& a, const Tensor& b, double tol = 1e-5) {
+  ASSERT_EQ(a.dims(), b.dims());
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.as_double(i), b.as_double(i), tol) << "at " << i;
+}
+
+// Picks direction d of a [D, ...] tensor.
+Tensor dir(const Tensor& t, int64_t d) {
+  Dims sub(t.dims().begin() + 1, t.dims().end());
+  Tensor r(t.dtype(), sub);
+  int64_t n = r.numel();
+  for (int64_t i = 0; i < n; ++i) r.data<float>()[i] = t.data<float>()[d * n + i];
+  Dims one = sub;
+  one.insert(one.begin(), 1);
+  return r.reshaped(one);
+}
+
+// Y [S, D, B, H] direction d as [S, 1, B, H].
+Tensor y_dir(const Tensor& y, int64_t d) {
+  int64_t S = y.dim(0), D = y.dim(1), BH = y.dim(2) * y.dim(3);
+  Tensor r(DType::Float, {S, 1, y.dim(2), y.dim(3)});
+  for (int64_t t = 0; t < S; ++t)
+    for (int64_t i = 0; i < BH; ++i) r.data<float>()[t * BH + i] = y.data<float>()[(t * D + d) * BH + i];
+  return r;
+}
+
+TEST(RnnKernels, BidirectionalLstmEqualsForwardPlusReverse) {
+  std::mt19937 g(1);
+  int64_t S = 5, B = 3, I = 4, H = 6;
+  Tensor X = random_tensor({S, B, I}, g), W = random_tensor({2, 4 * H, I}, g), R = random_tensor({2, 4 * H, H}, g);
+  Tensor Bs = random_tensor({2, 8 * H}, g), P = random_tensor({2, 3 * H}, g);
+  Tensor h0 = random_tensor({2, B, H}, g), c0 = random_tensor({2, B, H}, g);
+  auto hs = Attribute::make_int("hidden_size", H);
+  auto bi = run_rnn("LSTM", {X, W, R, Bs, Tensor(), h0, c0, P}, {hs, Attribute::make_string("direction", "bidirectional")}, 3);
+  auto fw = run_rnn("LSTM", {X, dir(W, 0), dir(R, 0), dir(Bs, 0), Tensor(), dir(h0, 0), dir(c0, 0), dir(P, 0)}, {hs}, 3);
+  auto rv = run_rnn("LSTM", {X, dir(W, 1), dir(R, 1), dir(Bs, 1), Tensor(), dir(h0, 1), dir(c0, 1), dir(P, 1)},
+                    {hs, Attribute::make_string("direction", "reverse")}, 3);
+  expect_near(y_dir(bi[0], 0), fw[0]);
+  expect_near(y_dir(bi[0], 1), rv[0]);
+  expect_near(dir(bi[1], 0), fw[1]);
+  expect_near(dir(bi[2], 1), rv[2]);
+}
+
+TEST(RnnKernels, ReverseEqualsForwardOnReversedSequence) {
+  std::mt19937 g(2);
+  int64_t S = 4, B = 2, I = 3, H = 5;
+  Tensor X = random_tensor({S, B, I}, g), W = random_tensor({1, 3 * H, I}, g), R = random_tensor({1, 3 * H, H}, g);
+  Tensor Xr(DType::Float, X.dims());
+  for (int64_t t = 0; t < S; ++t)
+    for (int64_t i = 0; i < B * I; ++i) Xr.data<float>()[t * B * I + i] = X.data<float>()[(S - 1 - t) * B * I + i];
+  for (int lbr = 0; lbr < 2; ++lbr) {
+    std::vector<Attribute> a{Attribute::make_int("hidden_size", H), Attribute::make_int("linear_before_reset", lbr)};
+    auto fw = run_rnn("GRU", {Xr, W, R}, a, 2);
+    a.push_back(Attribute::make_string("direction", "reverse"));
+    auto rv = run_rnn("GRU", {X, W, R}, a, 2);
+    expect_near(fw[1], rv[1]);
+    for (int64_t t = 0; t < S; ++t)
+      for (int64_t i = 0; i < B * H; ++i)
+        EXPECT_NEAR(rv[0].data<float>()[t * B * H + i], fw[0].data<float>()[(S - 1 - t) * B * H + i], 1e-5);
+  }
+}
+
+TEST(RnnKernels, Layout1IsTransposedLayout0) {
+  std::mt19937 g(3);
+  int64_t S = 3, B = 2, I = 2, H = 3;
+  Tensor X = random_tensor({S, B, I}, g), W = random_tensor({1, H, I}, g), R = random_tensor({1, H, H}, g);
+  Tensor Xt(DType::Float, {B, S, I});
+  for (int64_t t = 0; t < S; ++t)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < I; ++i) Xt.data<float>()[(b * S + t) * I + i] = X.data<float>()[(t * B + b) * I + i];
+  auto hs = Attribute::make_int("hidden_size", H);
+  auto l0 = run_rnn("RNN", {X, W, R}, {hs}, 2);
+  auto l1 = run_rnn("RNN", {Xt, W, R}, {hs, Attribute::make_int("layout", 1)}, 2);
+  ASSERT_EQ(l1[0].dims(), (Dims{B, S, 1, H}));
+  ASSERT_EQ(l1[1].dims(), (Dims{B, 1, H}));
+  for (int64_t t = 0; t < S; ++t)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        EXPECT_NEAR(l1[0].data<float>()[(b * S + t) * H + h], l0[0].data<float>()[(t * B + b) * H + h], 1e-6);
+}
+
+TEST(RnnKernels, SequenceLensStopEachBatchRow) {
+  std::mt19937 g(4);
+  int64_t S = 4, B = 2, I = 2, H = 3;
+  Tensor X = random_tensor({S, B, I}, g), W = random_tensor({1, 4 * H, I}, g), R = random_tensor({1, 4 * H, H}, g);
+  Tensor lens = Tensor::from_vector<int32_t>({4, 2}, {2});
+  auto out = run_rnn("LSTM", {X, W, R, Tensor(), lens}, {Attribute::make_int("hidden_size", H)}, 2);
+  const float* y = out[0].data<float>();
+  for (int64_t h = 0; h < H; ++h) {
+    EXPECT_EQ(y[(2 * B + 1) * H + h], 0.f);  // row 1 past its length is zero
+    EXPECT_EQ(y[(3 * B + 1) * H + h], 0.f);
+    EXPECT_FLOAT_EQ(out[1].data<float>()[1 * H + h], y[(1 * B + 1) * H + h]);  // Y_h = last valid step
+    EXPECT_FLOAT_EQ(out[1].data<float>()[h], y[(3 * B + 0) * H + h]);
+  }
+}
+
+TEST(RnnKernels, GruStepByHand) {
+  // One step, one unit: z = σ(wz x), r = σ(wr x), h~ = tanh(wh x + rh (r·h0)), h = (1-z) h~ + z h0.
+  float x = 0.5f, h0 = -0.3f, wz = 0.2f, wr = -0.4f, wh = 0.7f, rz = 0.1f, rr = 0.3f, rh = -0.6f;
+  auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  double z = sig(wz * x + rz * h0), r = sig(wr * x + rr * h0);
+  double ht = std::tanh(wh * x + rh * (r * h0));
+  double want = (1 - z) * ht + z * h0;
+  auto out = run_rnn("GRU",
+                     {Tensor::from_vector<float>({x}, {1, 1, 1}), Tensor::from_vector<float>({wz, wr, wh}, {1, 3, 1}),
+                      Tensor::from_vector<float>({rz, rr, rh}, {1, 3, 1}), Tensor(), Tensor(),
+                      Tensor::from_vector<float>({h0}, {1, 1, 1})},
+                     {Attribute::make_int("hidden_size", 1)}, 2);
+  EXPECT_NEAR(out[1].data<float>()[0], want, 1e-6);
+}
+
+TEST(RnnKernels, ParameterisedActivation) {
+  // RNN with Affine(α=2, β=1) and no recurrence input: h = 2 (w x) + 1.
+  auto out = run_rnn("RNN",
+                     {Tensor::from_vector<float>({1.5f}, {1, 1, 1}), Tensor::from_vector<float>({0.5f}, {1, 1, 1}),
+                      Tensor::from_vector<float>({0.f}, {1, 1, 1})},
+                     {Attribute::make_int("hidden_size", 1), Attribute::make_strings("activations", {"Affine"}),
+                      Attribute::make_floats("activation_alpha", {2.f}), Attribute::make_floats("activation_beta", {1.f})},
+                     1);
+  EXPECT_NEAR(out[0].data<float>()[0], 2 * 0.75 + 1, 1e-6);
+}
+
+TEST(RnnKernels, BadInputThrows) {
+  std::mt19937 g(5);
+  auto hs = Attribute::make_int("hidden_size", 3);
+  Tensor X = random_tensor({2, 1, 2}, g);
+  EXPECT_THROW(run_rnn("LSTM", {X, random_tensor({1, 11, 2}, g), random_tensor({1, 12, 3}, g)}, {hs}, 1), Error);
+  EXPECT_THROW(run_rnn("GRU", {random_tensor({2, 2}, g), random_tensor({1, 9, 2}, g), random_tensor({1, 9, 3}, g)}, {hs}, 1), Error);
+  EXPECT_THROW(run_rnn("RNN", {X, random_tensor({1, 3, 2}, g), random_tensor({1, 3, 3}, g), Tensor(),
+                               Tensor::from_vector<int32_t>({5}, {1})}, {hs}, 1),
+               Error);
+  EXPECT_THROW(run_rnn("RNN", {X, random_tensor({1, 3, 2}, g), random_tensor({1, 3, 3}, g)},
+                       {hs, Attribute::make_strings("activations", {"Bogus"})}, 1),
+               Error);
+}
+
+}  // namespace
