@@ -277,7 +277,8 @@ void Ctx::convert_node(TNode* n) {
                            " needs opset >= " + std::to_string(e.min_opset));
     return poison();
   } catch (const UnsupportedError& e) {
-    unsupported[std::string(e.what())].push_back(src);
+    std::string what = e.what();
+    unsupported[what.rfind(kind, 0) == 0 ? what : kind + " (" + what + ")"].push_back(src);
     return poison();
   } catch (const InputError&) {
     throw;

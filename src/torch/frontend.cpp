@@ -60,11 +60,9 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
   tj::EliminateExceptions(g);
   tj::RemoveListMutation(g);
   tj::RemoveTensorMutation(g);
-  try {
-    tj::LowerAllTuples(g);
-  } catch (const c10::Error&) {
-    tj::LowerSimpleTuples(g);
-  }
+  // Not LowerAllTuples: it corrupts graphs like torchvision's ViT; tuple inputs and outputs are
+  // flattened by the converter instead.
+  tj::LowerSimpleTuples(g);
   tj::ConstantPropagation(g);
   tj::PeepholeOptimize(g);
   tj::EliminateDeadCode(g);

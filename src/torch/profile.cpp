@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/runtime/interpreter.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include <iostream>
 #include <mutex>
 
 #include "ir/error.h"
@@ -114,6 +115,7 @@ void register_record_op() {
           stack.pop_back();
           if (!g_recorder) return;
           const tj::Value* val = g_recorder->ids.at(static_cast<size_t>(id));
+          if (std::getenv("T2O_DEBUG_PROFILE")) std::cerr << "record %" << val->debugName() << " " << v.tagKind() << std::endl;
           Observed o = observe(v);
           auto it = g_recorder->obs->find(val);
           if (it == g_recorder->obs->end())
@@ -177,6 +179,7 @@ std::vector<c10::IValue> Profile::run(const std::shared_ptr<tj::Graph>& graph, c
   std::vector<const tj::Value*> graph_ids(ids.begin(), ids.end());
   // The interpreter runs a copy, so map copied values back to ours through the id constants.
   auto copy = graph->copy();
+  if (std::getenv("T2O_DEBUG_PROFILE")) std::cerr << *copy << std::endl;
   for (tj::Node* rec : added) {
     tj::Value* idv = rec->input(1);
     rec->removeAllInputs();

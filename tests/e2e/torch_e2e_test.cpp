@@ -87,6 +87,8 @@ struct Param {
   int opset;
 };
 
+void PrintTo(const Param& p, std::ostream* os) { *os << p.name << "@opset" << p.opset; }
+
 std::vector<Param> params() {
   std::vector<Param> r;
   for (const auto& n : fixture_names())
