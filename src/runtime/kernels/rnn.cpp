@@ -106,6 +106,18 @@ void from_acc(const std::vector<A>& v, Tensor& t) {
   });
 }
 
+// Eight partial sums let the compiler vectorise without reassociating a single accumulator.
+template <typename A>
+A dot(const A* a, const A* b, int64_t n) {
+  A p[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int j = 0; j < 8; ++j) p[j] += a[k + j] * b[k + j];
+  A s = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+  for (; k < n; ++k) s += a[k] * b[k];
+  return s;
+}
+
 enum class Cell { Rnn, Gru, Lstm };
 
 class RecurrentKernel : public OpKernel {
@@ -199,8 +211,6 @@ class RecurrentKernel : public OpKernel {
 
     const int64_t GH = G * H;
     std::vector<A> xw(static_cast<size_t>(S * B * GH));
-    std::vector<A> hr(static_cast<size_t>(GH)), h(static_cast<size_t>(H)), c(static_cast<size_t>(H));
-    std::vector<A> rh(static_cast<size_t>(H)), z(static_cast<size_t>(H)), rg(static_cast<size_t>(H));
     int per = cell_ == Cell::Rnn ? 1 : cell_ == Cell::Gru ? 2 : 3;
     for (int64_t d = 0; d < D; ++d) {
       bool rev = reverse_only_ || d == 1;
@@ -220,70 +230,72 @@ class RecurrentKernel : public OpKernel {
           A* out = xw.data() + tb * GH;
           for (int64_t j = 0; j < GH; ++j) {
             const A* wr = wd + j * I;
-            A s = 0;
-            for (int64_t k = 0; k < I; ++k) s += xr[k] * wr[k];
+            A s = dot(xr, wr, I);
             bool skip_rb = cell_ == Cell::Gru && j >= 2 * H;
             out[j] = s + wb[j] + (skip_rb ? A(0) : rb[j]);
           }
         }
       });
-      for (int64_t b = 0; b < B; ++b) {
-        std::copy_n(h0.data() + h_off(d, b), H, h.data());
-        std::copy_n(c0.data() + h_off(d, b), H, c.data());
-        for (int64_t step = 0; step < lens[static_cast<size_t>(b)]; ++step) {
-          int64_t t = rev ? lens[static_cast<size_t>(b)] - 1 - step : step;
-          const A* pre = xw.data() + (t * B + b) * GH;
-          // H·Rᵀ for the gates that use the plain hidden state.
-          int64_t plain = cell_ == Cell::Gru && !linear_before_reset_ ? 2 * H : GH;
-          for (int64_t j = 0; j < plain; ++j) {
-            const A* rr = rd + j * H;
-            A s = 0;
-            for (int64_t k = 0; k < H; ++k) s += h[static_cast<size_t>(k)] * rr[k];
-            hr[static_cast<size_t>(j)] = s;
-          }
-          auto clip = [&](A v) { return has_clip_ ? std::clamp(v, A(-clip_), A(clip_)) : v; };
-          if (cell_ == Cell::Rnn) {
-            for (int64_t j = 0; j < H; ++j) h[static_cast<size_t>(j)] = f(clip(pre[j] + hr[static_cast<size_t>(j)]));
-          } else if (cell_ == Cell::Gru) {
-            for (int64_t j = 0; j < H; ++j) {
-              z[static_cast<size_t>(j)] = f(clip(pre[j] + hr[static_cast<size_t>(j)]));
-              rg[static_cast<size_t>(j)] = f(clip(pre[H + j] + hr[static_cast<size_t>(H + j)]));
+      // Batch rows are independent: each thread walks whole sequences with its own scratch.
+      kern::parallel_for(B, ctx.threads(), 1, [&](int64_t blo, int64_t bhi) {
+        std::vector<A> hr(static_cast<size_t>(GH)), h(static_cast<size_t>(H)), c(static_cast<size_t>(H));
+        std::vector<A> rh(static_cast<size_t>(H)), z(static_cast<size_t>(H)), rg(static_cast<size_t>(H));
+        for (int64_t b = blo; b < bhi; ++b) {
+          std::copy_n(h0.data() + h_off(d, b), H, h.data());
+          std::copy_n(c0.data() + h_off(d, b), H, c.data());
+          for (int64_t step = 0; step < lens[static_cast<size_t>(b)]; ++step) {
+            int64_t t = rev ? lens[static_cast<size_t>(b)] - 1 - step : step;
+            const A* pre = xw.data() + (t * B + b) * GH;
+            // H·Rᵀ for the gates that use the plain hidden state.
+            int64_t plain = cell_ == Cell::Gru && !linear_before_reset_ ? 2 * H : GH;
+            for (int64_t j = 0; j < plain; ++j) {
+              const A* rr = rd + j * H;
+              A s = dot(h.data(), rr, H);
+              hr[static_cast<size_t>(j)] = s;
             }
-            if (!linear_before_reset_) {
-              for (int64_t k = 0; k < H; ++k) rh[static_cast<size_t>(k)] = rg[static_cast<size_t>(k)] * h[static_cast<size_t>(k)];
+            auto clip = [&](A v) { return has_clip_ ? std::clamp(v, A(-clip_), A(clip_)) : v; };
+            if (cell_ == Cell::Rnn) {
+              for (int64_t j = 0; j < H; ++j) h[static_cast<size_t>(j)] = f(clip(pre[j] + hr[static_cast<size_t>(j)]));
+            } else if (cell_ == Cell::Gru) {
               for (int64_t j = 0; j < H; ++j) {
-                const A* rr = rd + (2 * H + j) * H;
-                A s = 0;
-                for (int64_t k = 0; k < H; ++k) s += rh[static_cast<size_t>(k)] * rr[k];
-                hr[static_cast<size_t>(2 * H + j)] = s + rb[2 * H + j];
+                z[static_cast<size_t>(j)] = f(clip(pre[j] + hr[static_cast<size_t>(j)]));
+                rg[static_cast<size_t>(j)] = f(clip(pre[H + j] + hr[static_cast<size_t>(H + j)]));
+              }
+              if (!linear_before_reset_) {
+                for (int64_t k = 0; k < H; ++k) rh[static_cast<size_t>(k)] = rg[static_cast<size_t>(k)] * h[static_cast<size_t>(k)];
+                for (int64_t j = 0; j < H; ++j) {
+                  const A* rr = rd + (2 * H + j) * H;
+                  A s = dot(rh.data(), rr, H);
+                  hr[static_cast<size_t>(2 * H + j)] = s + rb[2 * H + j];
+                }
+              } else {
+                for (int64_t j = 0; j < H; ++j)
+                  hr[static_cast<size_t>(2 * H + j)] = rg[static_cast<size_t>(j)] * (hr[static_cast<size_t>(2 * H + j)] + rb[2 * H + j]);
+              }
+              for (int64_t j = 0; j < H; ++j) {
+                A ht = g(clip(pre[2 * H + j] + hr[static_cast<size_t>(2 * H + j)]));
+                A zj = z[static_cast<size_t>(j)];
+                h[static_cast<size_t>(j)] = (A(1) - zj) * ht + zj * h[static_cast<size_t>(j)];
               }
             } else {
-              for (int64_t j = 0; j < H; ++j)
-                hr[static_cast<size_t>(2 * H + j)] = rg[static_cast<size_t>(j)] * (hr[static_cast<size_t>(2 * H + j)] + rb[2 * H + j]);
+              for (int64_t j = 0; j < H; ++j) {
+                size_t u = static_cast<size_t>(j);
+                A cp = c[u];
+                A ig = f(clip(pre[j] + hr[u] + pd[j] * cp));
+                A fg = input_forget_ ? A(1) - ig : f(clip(pre[2 * H + j] + hr[u + 2 * H] + pd[2 * H + j] * cp));
+                A cg = g(clip(pre[3 * H + j] + hr[u + 3 * H]));
+                A cn = fg * cp + ig * cg;
+                A og = f(clip(pre[H + j] + hr[u + H] + pd[H + j] * cn));
+                c[u] = cn;
+                h[u] = og * hact(cn);
+              }
             }
-            for (int64_t j = 0; j < H; ++j) {
-              A ht = g(clip(pre[2 * H + j] + hr[static_cast<size_t>(2 * H + j)]));
-              A zj = z[static_cast<size_t>(j)];
-              h[static_cast<size_t>(j)] = (A(1) - zj) * ht + zj * h[static_cast<size_t>(j)];
-            }
-          } else {
-            for (int64_t j = 0; j < H; ++j) {
-              size_t u = static_cast<size_t>(j);
-              A cp = c[u];
-              A ig = f(clip(pre[j] + hr[u] + pd[j] * cp));
-              A fg = input_forget_ ? A(1) - ig : f(clip(pre[2 * H + j] + hr[u + 2 * H] + pd[2 * H + j] * cp));
-              A cg = g(clip(pre[3 * H + j] + hr[u + 3 * H]));
-              A cn = fg * cp + ig * cg;
-              A og = f(clip(pre[H + j] + hr[u + H] + pd[H + j] * cn));
-              c[u] = cn;
-              h[u] = og * hact(cn);
-            }
+            std::copy_n(h.data(), H, y.data() + y_off(t, d, b));
           }
-          std::copy_n(h.data(), H, y.data() + y_off(t, d, b));
+          std::copy_n(h.data(), H, yh.data() + h_off(d, b));
+          std::copy_n(c.data(), H, yc.data() + h_off(d, b));
         }
-        std::copy_n(h.data(), H, yh.data() + h_off(d, b));
-        std::copy_n(c.data(), H, yc.data() + h_off(d, b));
-      }
+      });
     }
     DType dt = X.dtype();
     if (ctx.has_output(0)) from_acc(y, ctx.allocate_output(0, dt, y_dims));
