@@ -234,6 +234,29 @@ TEST(RuntimeShape, ConcatAndGatherMatchReference) {
   }
 }
 
+TEST(RuntimeShape, ExpandMatchesReference) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 80; ++trial) {
+    int rank = std::uniform_int_distribution<int>(1, 4)(rng);
+    Dims od = random_dims(rng, rank, 5);
+    int in_rank = std::uniform_int_distribution<int>(0, rank)(rng);
+    Dims id(od.end() - in_rank, od.end());
+    for (auto& v : id)
+      if (rng() % 2) v = 1;
+    std::vector<int64_t> shape(od.begin(), od.end());
+    for (size_t k = 0; k < shape.size(); ++k)
+      if (rng() % 3 == 0 && k >= od.size() - id.size() && id[k - (od.size() - id.size())] != 1) shape[k] = 1;
+    Tensor x = iota_tensor(DType::Float, id);
+    Tensor want(DType::Float, od);
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      Dims oi = unravel(i, od), ii(id.size());
+      for (size_t k = 0; k < id.size(); ++k) ii[k] = id[k] == 1 ? 0 : oi[k + od.size() - id.size()];
+      want.data<float>()[i] = x.data<float>()[ravel(ii, id)];
+    }
+    ASSERT_TRUE(want.equals(run_op({"Expand"}, {x, ints(shape)})[0])) << dims_to_string(id) << " -> " << dims_to_string(od);
+  }
+}
+
 TEST(RuntimeShape, Semantics) {
   // TopK: ties keep the lower index first.
   Tensor x = Tensor::from_vector<float>({1, 3, 3, 2, 3}, {5});

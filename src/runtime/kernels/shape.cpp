@@ -259,13 +259,15 @@ void expand(KernelContext& ctx) {
   std::vector<int64_t> shape = int_input(ctx, ctx.input(1), "shape");
   Dims od = broadcast_dims(ctx, x.dims(), shape);
   Tensor& y = ctx.allocate_output(0, x.dtype(), od);
+  if (y.numel() == 0) return;
+  // Trailing axes the input already has in full are copied as contiguous runs.
+  size_t r = od.size(), off = r - x.dims().size(), k = r;
+  int64_t run = 1;
+  while (k > off && x.dims()[k - 1 - off] == od[k - 1]) run *= od[--k];
+  Dims outer(od.begin(), od.begin() + static_cast<int64_t>(k));
   Dims st = broadcast_strides(x.dims(), od);
-  dispatch_bits(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* s = elems<T>(x);
-    T* d = elems<T>(y);
-    for_each_broadcast(od, {st}, [&](int64_t i, const int64_t* off) { d[i] = s[off[0]]; });
-  });
+  st.resize(k);
+  for_each_broadcast(outer, {st}, [&](int64_t i, const int64_t* o) { copy_elems(x, o[0], y, i * run, run); });
 }
 
 void tile(KernelContext& ctx) {
