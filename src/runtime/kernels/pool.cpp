@@ -1,7 +1,349 @@
-#include "runtime/kernel.h"
+// Pooling: AveragePool, MaxPool (with Indices), LpPool, their Global forms, MaxUnpool, LRN.
+// Reference loops handle every dtype and attribute; f32 Max/AveragePool use oneDNN when allowed.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "runtime/kernels/conv_dnnl.h"
+#include "runtime/kernels/util.h"
 
 namespace t2o {
 
-void register_pool_kernels(KernelRegistry& r) { (void)r; }
+namespace {
+
+using kern::Geom;
+using kern::WindowAttrs;
+
+// Compute type of a storage type: float for f16/bf16/f32, double for f64, itself for integers.
+template <typename T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double,
+                                 std::conditional_t<std::is_integral_v<T>, T, float>>;
+
+template <typename T>
+bool is_float_family() {
+  return std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
+         std::is_same_v<T, BFloat16>;
+}
+
+Dims spatial(const Dims& d) { return Dims(d.begin() + 2, d.end()); }
+
+Dims with_nc(const Tensor& x, const Dims& sp) {
+  Dims d{x.dim(0), x.dim(1)};
+  d.insert(d.end(), sp.begin(), sp.end());
+  return d;
+}
+
+void check_input(const KernelContext& ctx, const Tensor& x) {
+  if (x.rank() < 3) ctx.fail("X must have rank >= 3 (N x C x spatial), got " + dims_to_string(x.dims()));
+  if (x.rank() > 5) ctx.fail("only 1, 2 and 3 spatial dimensions are supported");
+}
+
+// Calls f(i0, i1, i2) for every in-range input position of output window (o0, o1, o2).
+template <typename F>
+inline void for_window(const Geom& g, int64_t o0, int64_t o1, int64_t o2, F&& f) {
+  for (int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+    int64_t i0 = o0 * g.stride[0] - g.pb[0] + k0 * g.dil[0];
+    if (i0 < 0 || i0 >= g.in[0]) continue;
+    for (int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+      int64_t i1 = o1 * g.stride[1] - g.pb[1] + k1 * g.dil[1];
+      if (i1 < 0 || i1 >= g.in[1]) continue;
+      for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+        int64_t i2 = o2 * g.stride[2] - g.pb[2] + k2 * g.dil[2];
+        if (i2 < 0 || i2 >= g.in[2]) continue;
+        f(i0, i1, i2);
+      }
+    }
+  }
+}
+
+// Runs f(plane, o0, o1, o2, out_offset) over every output element, planes in parallel.
+template <typename F>
+void for_outputs(int64_t planes, const Geom& g, int threads, F&& f) {
+  kern::parallel_for(planes, threads, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      int64_t off = p * g.out_size();
+      for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+        for (int64_t o1 = 0; o1 < g.out[1]; ++o1)
+          for (int64_t o2 = 0; o2 < g.out[2]; ++o2) f(p, o0, o1, o2, off++);
+    }
+  });
+}
+
+// Number of window positions inside [-pb, in + pe) (AveragePool with count_include_pad).
+int64_t padded_count(const Geom& g, int64_t o0, int64_t o1, int64_t o2) {
+  int64_t o[3] = {o0, o1, o2}, n = 1;
+  for (int d = 0; d < 3; ++d) {
+    int64_t c = 0;
+    for (int64_t k = 0; k < g.k[d]; ++k) {
+      int64_t i = o[d] * g.stride[d] - g.pb[d] + k * g.dil[d];
+      if (i >= -g.pb[d] && i < g.in[d] + g.pe[d]) ++c;
+    }
+    n *= c;
+  }
+  return n;
+}
+
+class PoolKernel : public OpKernel {
+ public:
+  enum class Kind { Avg, Max, Lp };
+  PoolKernel(const KernelInfo& info, Kind kind) : kind_(kind), attrs_(WindowAttrs::from_node(info.node)) {
+    const Node& n = info.node;
+    count_include_pad_ = n.attr_int("count_include_pad", 0) != 0;
+    storage_order_ = n.attr_int("storage_order", 0);
+    if (kind == Kind::Lp) {
+      const Attribute* a = n.find_attr("p");
+      p_ = !a ? 2.0 : a->type == AttrType::Float ? a->f : static_cast<double>(a->i);
+    }
+    if (attrs_.kernel.empty()) throw Error(n.describe() + ": kernel_shape is required");
+    if (info.fast_paths && kind != Kind::Lp)
+      dnnl_ = std::make_unique<kern::DnnlPool>(kind == Kind::Max ? kern::DnnlPool::Kind::Max
+                                               : count_include_pad_ ? kern::DnnlPool::Kind::AvgIncludePad
+                                                                    : kern::DnnlPool::Kind::AvgExcludePad);
+  }
+
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    check_input(ctx, x);
+    Geom g = kern::forward_geom(ctx.node(), attrs_, spatial(x.dims()), attrs_.kernel);
+    Tensor& y = ctx.allocate_output(0, x.dtype(), with_nc(x, g.out));
+    bool want_idx = kind_ == Kind::Max && ctx.num_outputs() > 1 && ctx.has_output(1);
+    Tensor* idx = want_idx ? &ctx.allocate_output(1, DType::Int64, y.dims()) : nullptr;
+    if (y.numel() == 0) return;
+    if (dnnl_ && !idx && x.dtype() == DType::Float && dnnl_->run(x, g, y)) return;
+    Geom g3 = g.as_3d();
+    int64_t planes = x.dim(0) * x.dim(1);
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, bool>) {
+        ctx.fail("bool input is not supported");
+      } else {
+        if (kind_ != Kind::Max && !is_float_family<T>())
+          ctx.fail("element type " + std::string(dtype_name(x.dtype())) + " is not supported");
+        run_typed<T>(x.data<T>(), y.data<T>(), idx ? idx->data<int64_t>() : nullptr, planes, g3, ctx.threads());
+      }
+    });
+  }
+
+ private:
+  template <typename T>
+  void run_typed(const T* x, T* y, int64_t* idx, int64_t planes, const Geom& g, int threads) const {
+    using A = acc_t<T>;
+    int64_t isz = g.in_size();
+    for_outputs(planes, g, threads, [&](int64_t p, int64_t o0, int64_t o1, int64_t o2, int64_t off) {
+      const T* xp = x + p * isz;
+      if (kind_ == Kind::Max) {
+        A best = std::numeric_limits<A>::lowest();
+        if constexpr (std::numeric_limits<A>::has_infinity) best = -std::numeric_limits<A>::infinity();
+        int64_t at = -1;
+        for_window(g, o0, o1, o2, [&](int64_t i0, int64_t i1, int64_t i2) {
+          int64_t flat = (i0 * g.in[1] + i1) * g.in[2] + i2;
+          A v = static_cast<A>(xp[flat]);
+          if (at < 0 || v > best) {
+            best = v;
+            // storage_order 1 numbers positions column-major.
+            at = storage_order_ ? i0 + (i1 + i2 * g.in[1]) * g.in[0] : flat;
+          }
+        });
+        y[off] = T(best);
+        if (idx) idx[off] = p * isz + std::max<int64_t>(at, 0);
+        return;
+      }
+      A sum = 0;
+      int64_t count = 0;
+      for_window(g, o0, o1, o2, [&](int64_t i0, int64_t i1, int64_t i2) {
+        A v = static_cast<A>(xp[(i0 * g.in[1] + i1) * g.in[2] + i2]);
+        sum += kind_ == Kind::Lp ? static_cast<A>(std::pow(std::fabs(static_cast<double>(v)), p_)) : v;
+        ++count;
+      });
+      if (kind_ == Kind::Lp) {
+        y[off] = T(static_cast<A>(std::pow(static_cast<double>(sum), 1.0 / p_)));
+        return;
+      }
+      if (count_include_pad_) count = padded_count(g, o0, o1, o2);
+      y[off] = T(count > 0 ? sum / static_cast<A>(count) : A(0));
+    });
+  }
+
+  Kind kind_;
+  WindowAttrs attrs_;
+  bool count_include_pad_ = false;
+  int64_t storage_order_ = 0;
+  double p_ = 2.0;
+  std::unique_ptr<kern::DnnlPool> dnnl_;
+};
+
+template <PoolKernel::Kind K>
+KernelFactory pool_factory() {
+  return [](const KernelInfo& info) { return std::make_unique<PoolKernel>(info, K); };
+}
+
+// GlobalAveragePool / GlobalMaxPool / GlobalLpPool: one window covering all spatial dims.
+class GlobalPoolKernel : public OpKernel {
+ public:
+  GlobalPoolKernel(const KernelInfo& info, PoolKernel::Kind kind) : kind_(kind) {
+    const Attribute* a = info.node.find_attr("p");
+    p_ = !a ? 2.0 : a->type == AttrType::Float ? a->f : static_cast<double>(a->i);
+  }
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.rank() < 2) ctx.fail("X must have rank >= 2, got " + dims_to_string(x.dims()));
+    Dims yd(x.dims());
+    for (size_t i = 2; i < yd.size(); ++i) yd[i] = 1;
+    Tensor& y = ctx.allocate_output(0, x.dtype(), yd);
+    int64_t planes = x.dim(0) * x.dim(1), sz = planes ? x.numel() / planes : 0;
+    if (planes > 0 && sz == 0) ctx.fail("X has an empty spatial dimension");
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_same_v<T, bool>) {
+        if (!is_float_family<T>() && kind_ != PoolKernel::Kind::Max)
+          ctx.fail("element type " + std::string(dtype_name(x.dtype())) + " is not supported");
+        using A = acc_t<T>;
+        const T* xp = x.data<T>();
+        T* yp = y.data<T>();
+        kern::parallel_for(planes, ctx.threads(), 16, [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) {
+            const T* s = xp + p * sz;
+            if (kind_ == PoolKernel::Kind::Max) {
+              A best = static_cast<A>(s[0]);
+              for (int64_t i = 1; i < sz; ++i) best = std::max(best, static_cast<A>(s[i]));
+              yp[p] = T(best);
+            } else if (kind_ == PoolKernel::Kind::Avg) {
+              A sum = 0;
+              for (int64_t i = 0; i < sz; ++i) sum += static_cast<A>(s[i]);
+              yp[p] = T(sum / static_cast<A>(sz));
+            } else {
+              double sum = 0;
+              for (int64_t i = 0; i < sz; ++i) sum += std::pow(std::fabs(static_cast<double>(static_cast<A>(s[i]))), p_);
+              yp[p] = T(static_cast<A>(std::pow(sum, 1.0 / p_)));
+            }
+          }
+        });
+      } else {
+        ctx.fail("bool input is not supported");
+      }
+    });
+  }
+
+ private:
+  PoolKernel::Kind kind_;
+  double p_;
+};
+
+template <PoolKernel::Kind K>
+KernelFactory global_factory() {
+  return [](const KernelInfo& info) { return std::make_unique<GlobalPoolKernel>(info, K); };
+}
+
+class MaxUnpoolKernel : public OpKernel {
+ public:
+  explicit MaxUnpoolKernel(const KernelInfo& info) : attrs_(WindowAttrs::from_node(info.node)) {
+    if (attrs_.kernel.empty()) throw Error(info.node.describe() + ": kernel_shape is required");
+  }
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& ind = ctx.input(1);
+    check_input(ctx, x);
+    if (ind.dims() != x.dims()) ctx.fail("I must have the shape of X");
+    size_t n = static_cast<size_t>(x.rank() - 2);
+    if (attrs_.kernel.size() != n) ctx.fail("kernel_shape needs one value per spatial dimension");
+    Dims s = attrs_.strides.empty() ? Dims(n, 1) : attrs_.strides;
+    Dims pads = attrs_.pads.empty() ? Dims(2 * n, 0) : attrs_.pads;
+    if (s.size() != n || pads.size() != 2 * n) ctx.fail("strides/pads do not match the spatial rank");
+    Dims sp(n);
+    for (size_t i = 0; i < n; ++i) sp[i] = (x.dim(static_cast<int>(i) + 2) - 1) * s[i] - pads[i] - pads[i + n] + attrs_.kernel[i];
+    Dims dd = with_nc(x, sp), yd = dd;
+    if (ctx.has_input(2)) {
+      yd = kern::to_int_vector(ctx.input(2));
+      if (yd.size() != x.dims().size()) ctx.fail("output_shape must have rank " + std::to_string(x.rank()) + " values");
+      for (int64_t v : yd)
+        if (v < 0) ctx.fail("output_shape must not be negative");
+    }
+    Tensor& y = ctx.allocate_output(0, x.dtype(), yd);
+    size_t es = dtype_size(x.dtype());
+    std::memset(y.raw(), 0, y.nbytes());
+    // Indices number positions of the inferred shape; an explicit output_shape keeps each
+    // value at the same coordinates (as the ONNX reference outputs do).
+    int64_t total = numel_of(dd);
+    Dims ystr = kern::strides_of(yd), dstr = kern::strides_of(dd);
+    const char* xs = static_cast<const char*>(x.raw());
+    char* ys = static_cast<char*>(y.raw());
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      int64_t at = ind.as_int(i);
+      if (at < 0 || at >= total)
+        ctx.fail("index " + std::to_string(at) + " is out of range for unpooled shape " + dims_to_string(dd));
+      int64_t off = 0, rest = at;
+      for (size_t d = 0; d < dd.size(); ++d) {
+        int64_t c = rest / dstr[d];
+        rest %= dstr[d];
+        if (c >= yd[d]) ctx.fail("index " + std::to_string(at) + " falls outside output_shape " + dims_to_string(yd));
+        off += c * ystr[d];
+      }
+      std::memcpy(ys + off * static_cast<int64_t>(es), xs + i * static_cast<int64_t>(es), es);
+    }
+  }
+
+ private:
+  WindowAttrs attrs_;
+};
+
+class LrnKernel : public OpKernel {
+ public:
+  explicit LrnKernel(const KernelInfo& info)
+      : size_(info.node.attr_int("size", 0)), alpha_(info.node.attr_float("alpha", 1e-4f)),
+        beta_(info.node.attr_float("beta", 0.75f)), bias_(info.node.attr_float("bias", 1.0f)) {
+    if (size_ < 1) throw Error(info.node.describe() + ": size must be a positive odd number");
+  }
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.rank() < 3) ctx.fail("X must have rank >= 3, got " + dims_to_string(x.dims()));
+    Tensor& y = ctx.allocate_output(0, x.dtype(), x.dims());
+    int64_t n = x.dim(0), c = x.dim(1), sz = c && n ? x.numel() / (n * c) : 0;
+    int64_t lo = (size_ - 1) / 2, hi = size_ - 1 - lo;
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
+                    std::is_same_v<T, BFloat16>) {
+        using A = acc_t<T>;
+        const T* xp = x.data<T>();
+        T* yp = y.data<T>();
+        kern::parallel_for(n * c, ctx.threads(), 1, [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) {
+            int64_t b0 = p / c, ch = p % c;
+            int64_t c0 = std::max<int64_t>(0, ch - lo), c1 = std::min<int64_t>(c - 1, ch + hi);
+            for (int64_t i = 0; i < sz; ++i) {
+              A sq = 0;
+              for (int64_t k = c0; k <= c1; ++k) {
+                A v = static_cast<A>(xp[(b0 * c + k) * sz + i]);
+                sq += v * v;
+              }
+              A v = static_cast<A>(xp[p * sz + i]);
+              yp[p * sz + i] = T(static_cast<A>(v / std::pow(bias_ + alpha_ / size_ * sq, beta_)));
+            }
+          }
+        });
+      } else {
+        ctx.fail("element type " + std::string(dtype_name(x.dtype())) + " is not supported");
+      }
+    });
+  }
+
+ private:
+  int64_t size_;
+  double alpha_, beta_, bias_;
+};
+
+}  // namespace
+
+void register_pool_kernels(KernelRegistry& r) {
+  using K = PoolKernel::Kind;
+  r.add("", "AveragePool", 1, pool_factory<K::Avg>());
+  r.add("", "MaxPool", 1, pool_factory<K::Max>());
+  r.add("", "LpPool", 1, pool_factory<K::Lp>());
+  r.add("", "GlobalAveragePool", 1, global_factory<K::Avg>());
+  r.add("", "GlobalMaxPool", 1, global_factory<K::Max>());
+  r.add("", "GlobalLpPool", 1, global_factory<K::Lp>());
+  r.add("", "MaxUnpool", 9, factory_of<MaxUnpoolKernel>());
+  r.add("", "LRN", 1, factory_of<LrnKernel>());
+}
 
 }  // namespace t2o
