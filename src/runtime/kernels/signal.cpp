@@ -78,9 +78,10 @@ void dft(KernelContext& ctx) {
   check_signal(ctx, x);
   const Node& n = ctx.node();
   int64_t r = x.rank();
-  int64_t axis = n.attr_int("axis", 1);
-  if (axis < 0) axis += r;
-  if (axis < 0 || axis > r - 2) ctx.fail("axis " + std::to_string(n.attr_int("axis", 1)) + " is not a signal axis");
+  // Opset 20 moved axis from an attribute (default 1) to input 2 (default -2).
+  int64_t given = ctx.opset() >= 20 ? (ctx.has_input(2) ? int_scalar(ctx, 2, "axis") : -2) : n.attr_int("axis", 1);
+  int64_t axis = given < 0 ? given + r : given;
+  if (axis < 0 || axis > r - 2) ctx.fail("axis " + std::to_string(given) + " is not a signal axis");
   bool inverse = n.attr_int("inverse", 0) != 0, onesided = n.attr_int("onesided", 0) != 0;
   const Dims& d = x.dims();
   int64_t len = d[static_cast<size_t>(axis)];
@@ -219,6 +220,7 @@ void mel_weight_matrix(KernelContext& ctx) {
 
 void register_signal_kernels(KernelRegistry& r) {
   r.add("", "DFT", 17, stateless(dft));
+  r.add("", "DFT", 20, stateless(dft));
   r.add("", "STFT", 17, stateless(stft));
   r.add("", "HannWindow", 17, stateless(cosine_window(0.5, 0.5, 0.0)));
   r.add("", "HammingWindow", 17, stateless(cosine_window(25.0 / 46.0, 21.0 / 46.0, 0.0)));
