@@ -289,6 +289,63 @@ TEST(RuntimeShape, Semantics) {
   EXPECT_EQ(st.strings()[1], "c");
 }
 
+// Random shapes, index values and attributes: every op either succeeds or throws t2o::Error.
+TEST(RuntimeShape, FuzzNeverCrashes) {
+  std::mt19937 rng(1234);
+  auto dim = [&] { return std::uniform_int_distribution<int64_t>(0, 3)(rng); };
+  auto any_float = [&] {
+    Dims d;
+    for (int k = std::uniform_int_distribution<int>(0, 4)(rng); k > 0; --k) d.push_back(dim());
+    return iota_tensor(DType::Float, d);
+  };
+  auto any_int = [&] {
+    Dims d;
+    for (int k = std::uniform_int_distribution<int>(0, 2)(rng); k > 0; --k) d.push_back(dim());
+    Tensor t(DType::Int64, d);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<int64_t>()[i] = std::uniform_int_distribution<int64_t>(-4, 4)(rng);
+    return t;
+  };
+  auto any_bool = [&] {
+    Tensor t(DType::Bool, {dim()});
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<bool>()[i] = rng() % 2;
+    return t;
+  };
+  struct Case {
+    const char* op;
+    const char* ins;  // f: float, i: int64, b: bool
+    int outputs;
+  };
+  const Case cases[] = {
+      {"Concat", "ff", 1}, {"Expand", "fi", 1}, {"Flatten", "f", 1}, {"Reshape", "fi", 1}, {"Shape", "f", 1},
+      {"Slice", "fiiii", 1}, {"Split", "fi", 2}, {"Squeeze", "fi", 1}, {"Unsqueeze", "fi", 1}, {"Tile", "fi", 1},
+      {"Transpose", "f", 1}, {"Pad", "fi", 1}, {"DepthToSpace", "f", 1}, {"SpaceToDepth", "f", 1},
+      {"Gather", "fi", 1}, {"GatherElements", "fi", 1}, {"GatherND", "fi", 1}, {"ScatterElements", "fif", 1},
+      {"ScatterND", "fif", 1}, {"Compress", "fb", 1}, {"NonZero", "f", 1}, {"OneHot", "iif", 1}, {"Trilu", "fi", 1},
+      {"TopK", "fi", 2}, {"Unique", "f", 4}, {"ArgMax", "f", 1}, {"CumSum", "fi", 1}, {"ReverseSequence", "fi", 1},
+      {"EyeLike", "f", 1}, {"ConstantOfShape", "i", 1}, {"Size", "f", 1}, {"Identity", "f", 1},
+  };
+  int ok = 0, errors = 0;
+  for (int trial = 0; trial < 40; ++trial)
+    for (const Case& c : cases) {
+      std::vector<Tensor> ins;
+      for (const char* p = c.ins; *p; ++p) ins.push_back(*p == 'f' ? any_float() : *p == 'i' ? any_int() : any_bool());
+      std::vector<Attribute> attrs;
+      int64_t a = std::uniform_int_distribution<int64_t>(-4, 4)(rng);
+      if (rng() % 2) attrs.push_back(Attribute::make_int("axis", a));
+      if (std::string(c.op) == "Transpose" && rng() % 2) attrs.push_back(Attribute::make_ints("perm", {a, 0, 1}));
+      if (std::string(c.op) == "GatherND" || std::string(c.op) == "ScatterND") attrs.push_back(Attribute::make_int("batch_dims", a));
+      if (std::string(c.op).find("Space") != std::string::npos) attrs.push_back(Attribute::make_int("blocksize", a));
+      try {
+        run_op({c.op, attrs, 17, c.outputs}, ins);
+        ++ok;
+      } catch (const Error&) {
+        ++errors;
+      }
+    }
+  EXPECT_GT(ok, 0);
+  EXPECT_GT(errors, 0);
+}
+
 TEST(RuntimeShape, BadInputsRaiseErrors) {
   Tensor x = iota_tensor(DType::Float, {2, 3});
   EXPECT_THROW(run_op({"Gather"}, {x, ints({2})}), Error);

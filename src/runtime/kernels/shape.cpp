@@ -257,6 +257,8 @@ void split(KernelContext& ctx) {
 void expand(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   std::vector<int64_t> shape = int_input(ctx, ctx.input(1), "shape");
+  for (int64_t d : shape)
+    if (d < 0) ctx.fail("shape has negative dimension " + std::to_string(d));
   Dims od = broadcast_dims(ctx, x.dims(), shape);
   Tensor& y = ctx.allocate_output(0, x.dtype(), od);
   if (y.numel() == 0) return;
