@@ -48,13 +48,13 @@ class RandomKernel : public OpKernel {
       case Kind::Normal: {
         for (int64_t d : shape_)
           if (d < 0) ctx.fail("shape has a negative dimension");
-        fill(ctx.allocate_output(0, dtype_, shape_));
+        fill(ctx, ctx.allocate_output(0, dtype_, shape_));
         return;
       }
       case Kind::UniformLike:
       case Kind::NormalLike: {
         const Tensor& x = ctx.input(0);
-        fill(ctx.allocate_output(0, has_dtype_ ? dtype_ : x.dtype(), x.dims()));
+        fill(ctx, ctx.allocate_output(0, has_dtype_ ? dtype_ : x.dtype(), x.dims()));
         return;
       }
       case Kind::Bernoulli: bernoulli(ctx); return;
@@ -63,8 +63,8 @@ class RandomKernel : public OpKernel {
   }
 
  private:
-  void fill(Tensor& out) {
-    if (!dtype_is_float(out.dtype())) throw Error("random values need a floating-point dtype");
+  void fill(const KernelContext& ctx, Tensor& out) {
+    if (!dtype_is_float(out.dtype())) ctx.fail("random values need a floating-point dtype");
     bool normal = kind_ == Kind::Normal || kind_ == Kind::NormalLike;
     std::uniform_real_distribution<double> u(a_, b_);
     std::normal_distribution<double> g(a_, b_);
