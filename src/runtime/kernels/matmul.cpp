@@ -94,8 +94,9 @@ void matmul_ref(const MatmulShape& s, const T* a, const T* b, T* y) {
 }
 
 bool batch_is_simple(const MatmulShape& s) {
-  // oneDNN runs batch_a == batch_b (or one side single) on contiguous matrices.
-  return s.batch_a == numel_of(s.batch) && (s.batch_b == s.batch_a || s.batch_b == 1);
+  // oneDNN runs equal batches, or one side a single matrix broadcast over the other's batch.
+  int64_t nb = numel_of(s.batch);
+  return (s.batch_a == nb && (s.batch_b == nb || s.batch_b == 1)) || (s.batch_a == 1 && s.batch_b == nb);
 }
 
 class MatMulKernel : public OpKernel {

@@ -1,0 +1,187 @@
+// MatMul, Gemm, Einsum, MatMulInteger, QLinearMatMul, Det: known values, bad input, and the
+// oneDNN fast path against the reference kernels on random shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "runtime/session.h"
+
+using namespace t2o;
+
+namespace {
+
+struct In {
+  std::string name;
+  Tensor value;
+  bool initializer = false;
+};
+
+// A model of one node whose inputs are graph inputs or initializers.
+Model one_node(const std::string& op, const std::vector<In>& ins, std::vector<Attribute> attrs = {}, int outputs = 1,
+               int64_t opset = 17) {
+  Model m;
+  m.opset_import = {{"", opset}};
+  Node n;
+  n.op_type = op;
+  n.name = "n";
+  for (const In& i : ins) {
+    n.inputs.push_back(i.name);
+    if (i.name.empty()) continue;
+    if (i.initializer) m.graph.initializers.push_back({i.name, i.value, ""});
+    else m.graph.inputs.push_back({i.name, Type::tensor(i.value.dtype()), ""});
+  }
+  for (int o = 0; o < outputs; ++o) {
+    n.outputs.push_back("y" + std::to_string(o));
+    m.graph.outputs.push_back({"y" + std::to_string(o), Type::tensor(DType::Undefined), ""});
+  }
+  n.attributes = std::move(attrs);
+  m.graph.nodes.push_back(n);
+  return m;
+}
+
+std::vector<Tensor> run(const Model& m, const std::vector<In>& ins, bool fast, int threads = 1) {
+  SessionOptions o;
+  o.fast_paths = fast;
+  o.threads = threads;
+  Session s(m, o);
+  std::map<std::string, RValue> feeds;
+  for (const In& i : ins)
+    if (!i.initializer && !i.name.empty()) feeds[i.name] = i.value;
+  auto out = s.run(feeds);
+  std::vector<Tensor> r;
+  for (size_t k = 0; k < m.graph.outputs.size(); ++k) r.push_back(out.at("y" + std::to_string(k)).tensor);
+  return r;
+}
+
+Tensor random_tensor(std::mt19937& rng, Dims d) {
+  Tensor t(DType::Float, d);
+  std::normal_distribution<float> g;
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = g(rng);
+  return t;
+}
+
+void expect_close(const Tensor& want, const Tensor& got, double tol = 1e-4) {
+  ASSERT_EQ(want.dims(), got.dims());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(want.as_double(i), got.as_double(i), tol * (1 + std::fabs(want.as_double(i)))) << "at " << i;
+}
+
+// Runs the model with and without fast paths and compares.
+void differential(const Model& m, const std::vector<In>& ins) {
+  auto ref = run(m, ins, false);
+  auto fast = run(m, ins, true);
+  auto fast2 = run(m, ins, true, 2);
+  for (size_t k = 0; k < ref.size(); ++k) {
+    expect_close(ref[k], fast[k]);
+    expect_close(ref[k], fast2[k]);
+  }
+}
+
+TEST(RuntimeMatmul, MatMulKnownValues) {
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = Tensor::from_vector<float>({1, 0, 0, 1, 1, 1}, {3, 2});
+  std::vector<In> ins{{"a", a}, {"b", b}};
+  for (bool fast : {false, true}) {
+    auto y = run(one_node("MatMul", ins), ins, fast)[0];
+    expect_close(Tensor::from_vector<float>({4, 5, 10, 11}, {2, 2}), y);
+  }
+  // 1-D operands are promoted and the added dims removed again.
+  Tensor v = Tensor::from_vector<float>({1, 1, 1}, {3});
+  std::vector<In> vi{{"a", v}, {"b", b}};
+  expect_close(Tensor::from_vector<float>({2, 2}, {2}), run(one_node("MatMul", vi), vi, true)[0]);
+  std::vector<In> iv{{"a", a}, {"b", v}};
+  expect_close(Tensor::from_vector<float>({6, 15}, {2}), run(one_node("MatMul", iv), iv, true)[0]);
+  Tensor ai = Tensor::from_vector<int64_t>({1, 2, 3, 4}, {2, 2});
+  std::vector<In> ii{{"a", ai}, {"b", ai}};
+  EXPECT_TRUE(run(one_node("MatMul", ii), ii, true)[0].equals(Tensor::from_vector<int64_t>({7, 10, 15, 22}, {2, 2})));
+}
+
+TEST(RuntimeMatmul, MatMulDifferentialRandomShapes) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int64_t> sz(1, 40);
+  for (int it = 0; it < 30; ++it) {
+    int64_t M = sz(rng), K = sz(rng), N = sz(rng);
+    Dims ad, bd;
+    switch (it % 5) {
+      case 0: ad = {M, K}; bd = {K, N}; break;
+      case 1: ad = {3, M, K}; bd = {3, K, N}; break;
+      case 2: ad = {2, 3, M, K}; bd = {K, N}; break;
+      case 3: ad = {2, 1, M, K}; bd = {3, K, N}; break;  // both sides broadcast: reference
+      case 4: ad = {M, K}; bd = {4, K, N}; break;
+    }
+    bool const_b = it % 2 == 0;
+    std::vector<In> ins{{"a", random_tensor(rng, ad)}, {"b", random_tensor(rng, bd), const_b}};
+    differential(one_node("MatMul", ins), ins);
+  }
+}
+
+TEST(RuntimeMatmul, GemmDifferentialRandomShapes) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int64_t> sz(1, 33);
+  for (int it = 0; it < 32; ++it) {
+    int64_t M = sz(rng), K = sz(rng), N = sz(rng);
+    bool ta = it & 1, tb = it & 2, const_b = it & 4;
+    int c_kind = (it / 8) % 4;  // none, (N), (M,N), (1,1)
+    float alpha = it % 3 == 0 ? 1.0f : 0.5f, beta = it % 5 == 0 ? 1.0f : 2.0f;
+    std::vector<In> ins{{"a", random_tensor(rng, ta ? Dims{K, M} : Dims{M, K})},
+                        {"b", random_tensor(rng, tb ? Dims{N, K} : Dims{K, N}), const_b}};
+    if (c_kind == 1) ins.push_back({"c", random_tensor(rng, {N}), const_b});
+    if (c_kind == 2) ins.push_back({"c", random_tensor(rng, {M, N})});
+    if (c_kind == 3) ins.push_back({"c", random_tensor(rng, {1, 1})});
+    Model m = one_node("Gemm", ins,
+                       {Attribute::make_int("transA", ta), Attribute::make_int("transB", tb),
+                        Attribute::make_float("alpha", alpha), Attribute::make_float("beta", beta)});
+    differential(m, ins);
+  }
+}
+
+TEST(RuntimeMatmul, BadShapesThrow) {
+  std::mt19937 rng(1);
+  std::vector<In> ins{{"a", random_tensor(rng, {2, 3})}, {"b", random_tensor(rng, {4, 2})}};
+  EXPECT_THROW(run(one_node("MatMul", ins), ins, true), Error);
+  std::vector<In> g{{"a", random_tensor(rng, {2, 3, 1})}, {"b", random_tensor(rng, {3, 2})}};
+  EXPECT_THROW(run(one_node("Gemm", g), g, true), Error);
+  std::vector<In> gc{{"a", random_tensor(rng, {2, 3})}, {"b", random_tensor(rng, {3, 2})}, {"c", random_tensor(rng, {3})}};
+  EXPECT_THROW(run(one_node("Gemm", gc), gc, true), Error);
+  std::vector<In> d{{"x", random_tensor(rng, {2, 3})}};
+  EXPECT_THROW(run(one_node("Det", d), d, true), Error);
+  std::vector<In> e{{"x", random_tensor(rng, {2, 3})}};
+  EXPECT_THROW(run(one_node("Einsum", e, {Attribute::make_string("equation", "ijk->i")}), e, true), Error);
+  EXPECT_THROW(run(one_node("Einsum", e, {Attribute::make_string("equation", "ij,jk->i")}), e, true), Error);
+  EXPECT_THROW(run(one_node("Einsum", e, {Attribute::make_string("equation", "i1->i")}), e, true), Error);
+}
+
+TEST(RuntimeMatmul, EinsumForms) {
+  Tensor sq = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  auto ein = [&](const std::string& eq, std::vector<In> ins) {
+    return run(one_node("Einsum", ins, {Attribute::make_string("equation", eq)}), ins, true)[0];
+  };
+  expect_close(Tensor::from_vector<float>({5}, {}), ein("ii", {{"x", sq}}));
+  expect_close(Tensor::from_vector<float>({1, 4}, {2}), ein("ii->i", {{"x", sq}}));
+  expect_close(Tensor::from_vector<float>({1, 3, 2, 4}, {2, 2}), ein("ij->ji", {{"x", sq}}));
+  expect_close(Tensor::from_vector<float>({7, 10, 15, 22}, {2, 2}), ein("ij,jk", {{"x", sq}, {"z", sq}}));
+  expect_close(Tensor::from_vector<float>({10}, {}), ein("ij->", {{"x", sq}}));
+  Tensor b3 = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2});
+  expect_close(Tensor::from_vector<float>({1, 3, 2, 4, 5, 7, 6, 8}, {2, 2, 2}), ein("...ij->...ji", {{"x", b3}}));
+  expect_close(Tensor::from_vector<float>({1, 4, 5, 8}, {2, 2}), ein("bii->bi", {{"x", b3}}));
+  // Ellipsis broadcasting: (2,2,2) with (2,2) on the batch-free side.
+  expect_close(Tensor::from_vector<float>({7, 10, 15, 22, 23, 34, 31, 46}, {2, 2, 2}),
+               ein("...ij,jk->...ik", {{"x", b3}, {"z", sq}}));
+}
+
+TEST(RuntimeMatmul, DetAndIntegerProducts) {
+  Tensor a = Tensor::from_vector<float>({2, 1, 0, 1, 3, 0, 0, 0, 4, 0, 1, 1, 0, 0, 0, 0, 0, 0}, {2, 3, 3});
+  std::vector<In> ins{{"x", a}};
+  auto y = run(one_node("Det", ins), ins, true)[0];
+  expect_close(Tensor::from_vector<float>({20, 0}, {2}), y);
+  Tensor qa = Tensor::from_vector<uint8_t>({11, 7, 3, 10, 6, 2}, {2, 3});
+  Tensor qb = Tensor::from_vector<uint8_t>({1, 4, 2, 5, 3, 6}, {3, 2});
+  std::vector<In> qi{{"a", qa}, {"b", qb}, {"az", Tensor::from_vector<uint8_t>({1}, {})}};
+  auto yi = run(one_node("MatMulInteger", qi), qi, true)[0];
+  EXPECT_TRUE(yi.equals(Tensor::from_vector<int32_t>({10 * 1 + 6 * 2 + 2 * 3, 10 * 4 + 6 * 5 + 2 * 6,
+                                                      9 * 1 + 5 * 2 + 1 * 3, 9 * 4 + 5 * 5 + 1 * 6},
+                                                     {2, 2})));
+}
+
+}  // namespace

@@ -1,0 +1,215 @@
+// Reductions, softmax family, normalization, losses and quantization: known values, bad input,
+// and the vectorized fast paths against the reference kernels on random shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "runtime/session.h"
+
+using namespace t2o;
+
+namespace {
+
+struct In {
+  std::string name;
+  Tensor value;
+  bool initializer = false;
+};
+
+Model one_node(const std::string& op, const std::vector<In>& ins, std::vector<Attribute> attrs = {}, int outputs = 1,
+               int64_t opset = 17) {
+  Model m;
+  m.opset_import = {{"", opset}};
+  Node n;
+  n.op_type = op;
+  n.name = "n";
+  for (const In& i : ins) {
+    n.inputs.push_back(i.name);
+    if (i.name.empty()) continue;
+    if (i.initializer) m.graph.initializers.push_back({i.name, i.value, ""});
+    else m.graph.inputs.push_back({i.name, Type::tensor(i.value.dtype()), ""});
+  }
+  for (int o = 0; o < outputs; ++o) {
+    n.outputs.push_back("y" + std::to_string(o));
+    m.graph.outputs.push_back({"y" + std::to_string(o), Type::tensor(DType::Undefined), ""});
+  }
+  n.attributes = std::move(attrs);
+  m.graph.nodes.push_back(n);
+  return m;
+}
+
+std::vector<Tensor> run(const Model& m, const std::vector<In>& ins, bool fast, int threads = 1) {
+  SessionOptions o;
+  o.fast_paths = fast;
+  o.threads = threads;
+  Session s(m, o);
+  std::map<std::string, RValue> feeds;
+  for (const In& i : ins)
+    if (!i.initializer && !i.name.empty()) feeds[i.name] = i.value;
+  auto out = s.run(feeds);
+  std::vector<Tensor> r;
+  for (size_t k = 0; k < m.graph.outputs.size(); ++k) r.push_back(out.at("y" + std::to_string(k)).tensor);
+  return r;
+}
+
+Tensor random_tensor(std::mt19937& rng, Dims d, float scale = 1.0f) {
+  Tensor t(DType::Float, d);
+  std::normal_distribution<float> g(0.0f, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = g(rng);
+  return t;
+}
+
+void expect_close(const Tensor& want, const Tensor& got, double tol = 1e-4) {
+  ASSERT_EQ(want.dtype(), got.dtype());
+  ASSERT_EQ(want.dims(), got.dims());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(want.as_double(i), got.as_double(i), tol * (1 + std::fabs(want.as_double(i)))) << "at " << i;
+}
+
+void differential(const Model& m, const std::vector<In>& ins) {
+  auto ref = run(m, ins, false);
+  auto fast = run(m, ins, true);
+  auto fast2 = run(m, ins, true, 2);
+  for (size_t k = 0; k < ref.size(); ++k) {
+    expect_close(ref[k], fast[k]);
+    expect_close(ref[k], fast2[k]);
+  }
+}
+
+Dims random_dims(std::mt19937& rng, int rank) {
+  std::uniform_int_distribution<int64_t> sz(1, 9);
+  Dims d;
+  for (int i = 0; i < rank; ++i) d.push_back(sz(rng));
+  return d;
+}
+
+TEST(RuntimeReduce, KnownValues) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  std::vector<In> ins{{"x", x}};
+  auto red = [&](const std::string& op, std::vector<int64_t> axes, int keep) {
+    return run(one_node(op, ins, {Attribute::make_ints("axes", axes), Attribute::make_int("keepdims", keep)}, 1, 13),
+               ins, true)[0];
+  };
+  expect_close(Tensor::from_vector<float>({6, 15}, {2, 1}), red("ReduceSum", {1}, 1));
+  expect_close(Tensor::from_vector<float>({2.5f, 3.5f, 4.5f}, {3}), red("ReduceMean", {0}, 0));
+  expect_close(Tensor::from_vector<float>({720}, {1, 1}), red("ReduceProd", {}, 1));
+  expect_close(Tensor::from_vector<float>({3, 6}, {2}), red("ReduceMax", {-1}, 0));
+  expect_close(Tensor::from_vector<float>({91}, {}), red("ReduceSumSquare", {0, 1}, 0));
+  // ReduceSum-13: axes as an input; empty axes with noop_with_empty_axes returns the input.
+  std::vector<In> ai{{"x", x}, {"axes", Tensor::from_vector<int64_t>({}, {0})}};
+  auto y = run(one_node("ReduceSum", ai, {Attribute::make_int("noop_with_empty_axes", 1)}), ai, true)[0];
+  expect_close(x, y);
+  auto all = run(one_node("ReduceSum", ai, {Attribute::make_int("keepdims", 0)}), ai, true)[0];
+  expect_close(Tensor::from_vector<float>({21}, {}), all);
+  Tensor xi = Tensor::from_vector<int32_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  std::vector<In> ii{{"x", xi}};
+  auto yi = run(one_node("ReduceMin", ii, {Attribute::make_ints("axes", {1})}), ii, true)[0];
+  EXPECT_TRUE(yi.equals(Tensor::from_vector<int32_t>({1, 4}, {2, 1})));
+}
+
+TEST(RuntimeReduce, BadAxesThrow) {
+  std::vector<In> ins{{"x", Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2})}};
+  EXPECT_THROW(run(one_node("ReduceMean", ins, {Attribute::make_ints("axes", {2})}), ins, true), Error);
+  EXPECT_THROW(run(one_node("ReduceMean", ins, {Attribute::make_ints("axes", {1, -1})}), ins, true), Error);
+  EXPECT_THROW(run(one_node("Softmax", ins, {Attribute::make_int("axis", 3)}), ins, true), Error);
+  EXPECT_THROW(run(one_node("LayerNormalization", {{"x", ins[0].value}, {"s", Tensor::from_vector<float>({1, 1, 1}, {3})}}),
+                   {{"x", ins[0].value}, {"s", Tensor::from_vector<float>({1, 1, 1}, {3})}}, true),
+               Error);
+}
+
+TEST(RuntimeReduce, ReduceDifferentialRandomShapes) {
+  std::mt19937 rng(3);
+  const char* ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1", "ReduceL2"};
+  for (int it = 0; it < 42; ++it) {
+    int rank = 1 + it % 4;
+    Dims d = random_dims(rng, rank);
+    std::vector<int64_t> axes;
+    int first = std::uniform_int_distribution<int>(0, rank - 1)(rng);
+    for (int a = first; a < rank; ++a) axes.push_back(a);
+    if (it % 7 == 6) axes = {0};  // not trailing: the reference runs on both sides
+    std::vector<In> ins{{"x", random_tensor(rng, d)}};
+    differential(one_node(ops[it % 7], ins, {Attribute::make_ints("axes", axes)}, 1, 13), ins);
+  }
+}
+
+TEST(RuntimeReduce, SoftmaxFamily) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 1000, 1000, 1000}, {2, 3});
+  std::vector<In> ins{{"x", x}};
+  for (bool fast : {false, true}) {
+    auto y = run(one_node("Softmax", ins), ins, fast)[0];
+    float e1 = std::exp(-2.0f), e2 = std::exp(-1.0f), s = e1 + e2 + 1;
+    expect_close(Tensor::from_vector<float>({e1 / s, e2 / s, 1 / s, 1 / 3.f, 1 / 3.f, 1 / 3.f}, {2, 3}), y);
+    auto h = run(one_node("Hardmax", ins), ins, fast)[0];
+    expect_close(Tensor::from_vector<float>({0, 0, 1, 1, 0, 0}, {2, 3}), h);
+  }
+  // Opset 11 coerces to 2-D at axis: axis 0 normalizes over everything.
+  auto y11 = run(one_node("Softmax", ins, {Attribute::make_int("axis", 0)}, 1, 11), ins, true)[0];
+  double sum = 0;
+  for (int i = 0; i < 6; ++i) sum += y11.as_double(i);
+  EXPECT_NEAR(sum, 1.0, 1e-5);
+}
+
+TEST(RuntimeReduce, SoftmaxDifferentialRandomShapes) {
+  std::mt19937 rng(5);
+  for (int it = 0; it < 24; ++it) {
+    int rank = 1 + it % 4;
+    Dims d = random_dims(rng, rank);
+    if (it % 3 == 0) d.back() = 37 + it;  // longer rows exercise the 8-wide loops
+    std::vector<In> ins{{"x", random_tensor(rng, d, it % 2 ? 20.0f : 1.0f)}};
+    int64_t axis = it % 5 == 0 ? 0 : -1;
+    differential(one_node(it % 2 ? "LogSoftmax" : "Softmax", ins, {Attribute::make_int("axis", axis)}, 1,
+                          it % 4 == 0 ? 11 : 13),
+                 ins);
+  }
+}
+
+TEST(RuntimeReduce, LayerNormDifferentialRandomShapes) {
+  std::mt19937 rng(9);
+  for (int it = 0; it < 16; ++it) {
+    int rank = 2 + it % 3;
+    Dims d = random_dims(rng, rank);
+    if (it % 2) d.back() = 20 + it;
+    int64_t axis = it % 4 == 0 ? 1 : -1;
+    Dims row(d.begin() + (axis < 0 ? rank - 1 : 1), d.end());
+    std::vector<In> ins{{"x", random_tensor(rng, d)}, {"s", random_tensor(rng, row), true}};
+    if (it % 3) ins.push_back({"b", random_tensor(rng, row), true});
+    differential(one_node("LayerNormalization", ins, {Attribute::make_int("axis", axis)}, 3), ins);
+  }
+}
+
+TEST(RuntimeReduce, BatchNormFastPathMatchesReference) {
+  std::mt19937 rng(13);
+  for (int it = 0; it < 8; ++it) {
+    Dims d = random_dims(rng, 2 + it % 3);
+    int64_t C = d[1];
+    Tensor var = random_tensor(rng, {C});
+    for (int64_t c = 0; c < C; ++c) var.data<float>()[c] = std::fabs(var.data<float>()[c]) + 0.1f;
+    std::vector<In> ins{{"x", random_tensor(rng, d)}, {"s", random_tensor(rng, {C}), true}, {"b", random_tensor(rng, {C}), true},
+                        {"m", random_tensor(rng, {C}), true}, {"v", var, true}};
+    differential(one_node("BatchNormalization", ins, {Attribute::make_float("epsilon", 1e-3f)}), ins);
+  }
+}
+
+TEST(RuntimeReduce, LossesAndQuantization) {
+  Tensor x = Tensor::from_vector<float>({-1, -2, -3, -4, -5, -6}, {2, 3});
+  std::vector<In> ins{{"x", x}, {"t", Tensor::from_vector<int64_t>({2, 0}, {2})}};
+  auto y = run(one_node("NegativeLogLikelihoodLoss", ins), ins, true)[0];
+  expect_close(Tensor::from_vector<float>({3.5f}, {}), y);
+  std::vector<In> bad{{"x", x}, {"t", Tensor::from_vector<int64_t>({3, 0}, {2})}};
+  EXPECT_THROW(run(one_node("NegativeLogLikelihoodLoss", bad), bad, true), Error);
+  std::vector<In> badshape{{"x", x}, {"t", Tensor::from_vector<int64_t>({0, 0, 0}, {3})}};
+  EXPECT_THROW(run(one_node("SoftmaxCrossEntropyLoss", badshape), badshape, true), Error);
+
+  Tensor f = Tensor::from_vector<float>({0, 1.5f, 2.5f, -300, 300, 3}, {2, 3});
+  std::vector<In> q{{"x", f}, {"s", Tensor::from_vector<float>({1}, {})}, {"z", Tensor::from_vector<uint8_t>({10}, {})}};
+  auto yq = run(one_node("QuantizeLinear", q), q, true)[0];
+  EXPECT_TRUE(yq.equals(Tensor::from_vector<uint8_t>({10, 12, 12, 0, 255, 13}, {2, 3})));
+  std::vector<In> qa{{"x", f}, {"s", Tensor::from_vector<float>({1, 2}, {2})}, {"z", Tensor::from_vector<int8_t>({0, 0}, {2})}};
+  auto ya = run(one_node("QuantizeLinear", qa, {Attribute::make_int("axis", 0)}), qa, true)[0];
+  EXPECT_TRUE(ya.equals(Tensor::from_vector<int8_t>({0, 2, 2, -128, 127, 2}, {2, 3})));
+  std::vector<In> qbad{{"x", f}, {"s", Tensor::from_vector<float>({1, 2, 3, 4}, {4})}};
+  EXPECT_THROW(run(one_node("QuantizeLinear", qbad), qbad, true), Error);
+}
+
+}  // namespace
