@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ using namespace t2o;
 namespace {
 
 Tensor run_op(const std::string& op, const std::vector<Tensor>& ins, const std::vector<Attribute>& attrs = {},
-              int64_t opset = 17) {
+              int64_t opset = 17, bool fast = true) {
   Model m;
   m.opset_import = {{"", opset}};
   Node n;
@@ -32,7 +33,7 @@ Tensor run_op(const std::string& op, const std::vector<Tensor>& ins, const std::
   n.outputs = {"y"};
   m.graph.outputs.push_back({"y", Type::tensor(DType::Undefined), {}});
   m.graph.nodes.push_back(n);
-  Session s(std::move(m), {.threads = 1});
+  Session s(std::move(m), {.threads = 1, .fast_paths = fast});
   return s.run(feeds).at("y").tensor;
 }
 
@@ -96,6 +97,26 @@ TEST(MiscKernels, DftInverseRoundTripAndOnesided) {
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(half.data<float>()[i], f.data<float>()[i], 1e-6);
   EXPECT_THROW(run_op("DFT", {Tensor(DType::Float, {1, 4, 3})}), Error);
   EXPECT_THROW(run_op("DFT", {x}, {Attribute::make_int("axis", 2)}), Error);
+}
+
+TEST(MiscKernels, FftFastPathMatchesDirectDft) {
+  std::mt19937 g(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int trial = 0; trial < 12; ++trial) {
+    int64_t n = int64_t{1} << (1 + trial % 8), batch = 1 + trial % 3, comps = 1 + trial % 2;
+    Tensor x(DType::Float, {batch, n, 3, comps});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(g);
+    std::vector<Attribute> a{Attribute::make_int("inverse", trial % 3 == 0), Attribute::make_int("onesided", trial % 4 == 1)};
+    Tensor fast = run_op("DFT", {x}, a, 17, true), ref = run_op("DFT", {x}, a, 17, false);
+    ASSERT_EQ(fast.dims(), ref.dims());
+    for (int64_t i = 0; i < fast.numel(); ++i) ASSERT_NEAR(fast.data<float>()[i], ref.data<float>()[i], 1e-4) << "n=" << n;
+  }
+  Tensor sig(DType::Float, {2, 300, 1});
+  for (int64_t i = 0; i < sig.numel(); ++i) sig.data<float>()[i] = u(g);
+  std::vector<Tensor> ins{sig, Tensor::scalar<int64_t>(37), Tensor::from_vector<float>(std::vector<float>(64, 0.5f), {64})};
+  Tensor fast = run_op("STFT", ins, {}, 17, true), ref = run_op("STFT", ins, {}, 17, false);
+  ASSERT_EQ(fast.dims(), (Dims{2, 7, 33, 2}));
+  for (int64_t i = 0; i < fast.numel(); ++i) ASSERT_NEAR(fast.data<float>()[i], ref.data<float>()[i], 1e-4);
 }
 
 TEST(MiscKernels, HannWindowPeriodicAndSymmetric) {

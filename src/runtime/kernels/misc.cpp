@@ -60,14 +60,17 @@ void non_max_suppression(KernelContext& ctx) {
   }
   std::vector<int64_t> sel;
   std::vector<int64_t> order;
+  std::vector<double> sc(static_cast<size_t>(n));
   for (int64_t b = 0; b < batch && max_out > 0; ++b)
     for (int64_t c = 0; c < classes; ++c) {
       int64_t base = (b * classes + c) * n;
       order.clear();
-      for (int64_t i = 0; i < n; ++i)
-        if (!has_score_th || scores.as_double(base + i) > score_th) order.push_back(i);
+      for (int64_t i = 0; i < n; ++i) {
+        sc[static_cast<size_t>(i)] = scores.as_double(base + i);
+        if (!has_score_th || sc[static_cast<size_t>(i)] > score_th) order.push_back(i);
+      }
       std::stable_sort(order.begin(), order.end(),
-                       [&](int64_t x, int64_t y) { return scores.as_double(base + x) > scores.as_double(base + y); });
+                       [&](int64_t x, int64_t y) { return sc[static_cast<size_t>(x)] > sc[static_cast<size_t>(y)]; });
       std::vector<int64_t> kept;
       for (int64_t i : order) {
         if (static_cast<int64_t>(kept.size()) >= max_out) break;

@@ -57,6 +57,45 @@ void dft_line(const cd* in, int64_t stride, int64_t n, cd* out, int64_t m, const
   }
 }
 
+bool is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// In-place iterative radix-2 FFT (fast path for power-of-two lengths); same sign convention as dft_line.
+void fft_pow2(std::vector<cd>& a, bool inverse) {
+  size_t n = a.size();
+  for (size_t i = 1, j = 0; i < n; ++i) {
+    size_t bit = n >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) std::swap(a[i], a[j]);
+  }
+  double sign = inverse ? 1.0 : -1.0;
+  for (size_t len = 2; len <= n; len <<= 1) {
+    size_t half = len / 2;
+    for (size_t k = 0; k < half; ++k) {
+      double ang = sign * 2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(len);
+      cd w(std::cos(ang), std::sin(ang));
+      for (size_t i = k; i < n; i += len) {
+        cd u = a[i], v = a[i + half] * w;
+        a[i] = u + v;
+        a[i + half] = u - v;
+      }
+    }
+  }
+}
+
+// One line of the transform: the FFT when allowed and the length is a power of two, else direct.
+void transform_line(const cd* in, int64_t stride, int64_t n, cd* out, int64_t m, const std::vector<cd>& tw,
+                    bool fast, bool inverse, std::vector<cd>& scratch) {
+  if (!fast || !is_pow2(n)) {
+    dft_line(in, stride, n, out, m, tw);
+    return;
+  }
+  scratch.resize(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) scratch[static_cast<size_t>(j)] = in[j * stride];
+  fft_pow2(scratch, inverse);
+  for (int64_t k = 0; k < m; ++k) out[k] = scratch[static_cast<size_t>(k)];
+}
+
 std::vector<cd> twiddles(int64_t n, bool inverse) {
   std::vector<cd> tw(static_cast<size_t>(n));
   double sign = inverse ? 1.0 : -1.0;
@@ -73,7 +112,7 @@ void check_signal(const KernelContext& ctx, const Tensor& x) {
     ctx.fail("the signal's last dimension must be 1 (real) or 2 (complex), got shape " + dims_to_string(x.dims()));
 }
 
-void dft(KernelContext& ctx) {
+void dft(KernelContext& ctx, bool fast) {
   const Tensor& x = ctx.input(0);
   check_signal(ctx, x);
   const Node& n = ctx.node();
@@ -106,10 +145,10 @@ void dft(KernelContext& ctx) {
   std::vector<cd> tw = twiddles(nfft, inverse);
   std::vector<double> out(static_cast<size_t>(numel_of(od)));
   double scale = inverse ? 1.0 / static_cast<double>(nfft) : 1.0;
-  std::vector<cd> line(static_cast<size_t>(m));
+  std::vector<cd> line(static_cast<size_t>(m)), scratch;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      dft_line(in.data() + o * nfft * inner + i, inner, nfft, line.data(), m, tw);
+      transform_line(in.data() + o * nfft * inner + i, inner, nfft, line.data(), m, tw, fast, inverse, scratch);
       for (int64_t k = 0; k < m; ++k) {
         size_t dst = static_cast<size_t>(((o * m + k) * inner + i) * 2);
         out[dst] = line[static_cast<size_t>(k)].real() * scale;
@@ -119,7 +158,7 @@ void dft(KernelContext& ctx) {
   fill_from(ctx.allocate_output(0, x.dtype(), od), out);
 }
 
-void stft(KernelContext& ctx) {
+void stft(KernelContext& ctx, bool fast) {
   const Tensor& x = ctx.input(0);
   check_signal(ctx, x);
   if (x.rank() != 3) ctx.fail("the signal must have shape [batch, length, 1 or 2]");
@@ -142,7 +181,7 @@ void stft(KernelContext& ctx) {
   int64_t bins = onesided ? flen / 2 + 1 : flen;
   Dims od{batch, frames, bins, 2};
   std::vector<double> out(static_cast<size_t>(numel_of(od)));
-  std::vector<cd> tw = twiddles(flen, false), frame(static_cast<size_t>(flen)), line(static_cast<size_t>(bins));
+  std::vector<cd> tw = twiddles(flen, false), frame(static_cast<size_t>(flen)), line(static_cast<size_t>(bins)), scratch;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t f = 0; f < frames; ++f) {
       for (int64_t j = 0; j < flen; ++j) {
@@ -150,7 +189,7 @@ void stft(KernelContext& ctx) {
         double w = window[static_cast<size_t>(j)];
         frame[static_cast<size_t>(j)] = cd(x.as_double(src) * w, comps == 2 ? x.as_double(src + 1) * w : 0.0);
       }
-      dft_line(frame.data(), 1, flen, line.data(), bins, tw);
+      transform_line(frame.data(), 1, flen, line.data(), bins, tw, fast, false, scratch);
       for (int64_t k = 0; k < bins; ++k) {
         size_t dst = static_cast<size_t>(((b * frames + f) * bins + k) * 2);
         out[dst] = line[static_cast<size_t>(k)].real();
@@ -216,12 +255,20 @@ void mel_weight_matrix(KernelContext& ctx) {
   fill_from(ctx.allocate_output(0, output_datatype(ctx), {bins, mels}), out);
 }
 
+// The FFT fast path is chosen at build from KernelInfo::fast_paths.
+KernelFactory with_fast(void (*f)(KernelContext&, bool)) {
+  return [f](const KernelInfo& info) {
+    bool fast = info.fast_paths;
+    return std::make_unique<FnKernel>([f, fast](KernelContext& ctx) { f(ctx, fast); });
+  };
+}
+
 }  // namespace
 
 void register_signal_kernels(KernelRegistry& r) {
-  r.add("", "DFT", 17, stateless(dft));
-  r.add("", "DFT", 20, stateless(dft));
-  r.add("", "STFT", 17, stateless(stft));
+  r.add("", "DFT", 17, with_fast(dft));
+  r.add("", "DFT", 20, with_fast(dft));
+  r.add("", "STFT", 17, with_fast(stft));
   r.add("", "HannWindow", 17, stateless(cosine_window(0.5, 0.5, 0.0)));
   r.add("", "HammingWindow", 17, stateless(cosine_window(25.0 / 46.0, 21.0 / 46.0, 0.0)));
   r.add("", "BlackmanWindow", 17, stateless(cosine_window(0.42, 0.5, 0.08)));
