@@ -127,7 +127,9 @@ TEST(RuntimeReduce, ReduceDifferentialRandomShapes) {
     std::vector<int64_t> axes;
     int first = std::uniform_int_distribution<int>(0, rank - 1)(rng);
     for (int a = first; a < rank; ++a) axes.push_back(a);
-    if (it % 7 == 6) axes = {0};  // not trailing: the reference runs on both sides
+    if (it % 7 == 6) axes = {0};  // a leading block: (1, len, inner)
+    if (it % 5 == 4 && rank >= 3) axes = {1};  // a middle block
+    if (it % 11 == 10 && rank >= 3) axes = {0, 2};  // not one block: reference on both sides
     std::vector<In> ins{{"x", random_tensor(rng, d)}};
     differential(one_node(ops[it % 7], ins, {Attribute::make_ints("axes", axes)}, 1, 13), ins);
   }
@@ -157,7 +159,7 @@ TEST(RuntimeReduce, SoftmaxDifferentialRandomShapes) {
     Dims d = random_dims(rng, rank);
     if (it % 3 == 0) d.back() = 37 + it;  // longer rows exercise the 8-wide loops
     std::vector<In> ins{{"x", random_tensor(rng, d, it % 2 ? 20.0f : 1.0f)}};
-    int64_t axis = it % 5 == 0 ? 0 : -1;
+    int64_t axis = it % 3 == 0 ? 0 : (it % 3 == 1 || rank < 2 ? -1 : 1);
     differential(one_node(it % 2 ? "LogSoftmax" : "Softmax", ins, {Attribute::make_int("axis", axis)}, 1,
                           it % 4 == 0 ? 11 : 13),
                  ins);
@@ -185,8 +187,9 @@ TEST(RuntimeReduce, BatchNormFastPathMatchesReference) {
     int64_t C = d[1];
     Tensor var = random_tensor(rng, {C});
     for (int64_t c = 0; c < C; ++c) var.data<float>()[c] = std::fabs(var.data<float>()[c]) + 0.1f;
-    std::vector<In> ins{{"x", random_tensor(rng, d)}, {"s", random_tensor(rng, {C}), true}, {"b", random_tensor(rng, {C}), true},
-                        {"m", random_tensor(rng, {C}), true}, {"v", var, true}};
+    bool k = it % 2 == 0;  // constant parameters (folded at build) or run-time inputs
+    std::vector<In> ins{{"x", random_tensor(rng, d)}, {"s", random_tensor(rng, {C}), k}, {"b", random_tensor(rng, {C}), k},
+                        {"m", random_tensor(rng, {C}), k}, {"v", var, k}};
     differential(one_node("BatchNormalization", ins, {Attribute::make_float("epsilon", 1e-3f)}), ins);
   }
 }

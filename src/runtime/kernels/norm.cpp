@@ -51,7 +51,7 @@ std::vector<double> as_doubles(const Tensor& t) {
 
 class BatchNormKernel : public OpKernel {
  public:
-  explicit BatchNormKernel(const KernelInfo& info) {
+  explicit BatchNormKernel(const KernelInfo& info) : fast_(info.fast_paths) {
     eps_ = info.node.attr_float("epsilon", 1e-5f);
     momentum_ = info.node.attr_float("momentum", 0.9f);
     training_ = info.opset >= 14 && info.node.attr_int("training_mode", 0) != 0;
@@ -92,6 +92,17 @@ class BatchNormKernel : public OpKernel {
     }
     std::vector<double> sc = as_doubles(ctx.input(1)), bi = as_doubles(ctx.input(2)), mean = as_doubles(ctx.input(3)),
                         var = as_doubles(ctx.input(4));
+    if (fast_ && !training_ && X.dtype() == DType::Float && groups == C) {
+      // Parameters computed at run time: fold them into a per-channel affine now.
+      std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
+      for (size_t c = 0; c < a.size(); ++c) {
+        double av = sc[c] / std::sqrt(var[c] + eps_);
+        a[c] = static_cast<float>(av);
+        b[c] = static_cast<float>(bi[c] - mean[c] * av);
+      }
+      channel_affine_fast(X.data<float>(), Y.data<float>(), a.data(), b.data(), N, C, plane, ctx.threads());
+      return;
+    }
     dispatch_float(ctx, X.dtype(), [&](auto t) {
       using T = decltype(t);
       const T* x = X.data<T>();
@@ -142,6 +153,7 @@ class BatchNormKernel : public OpKernel {
   }
 
  private:
+  bool fast_;
   float eps_, momentum_;
   bool training_;
   std::vector<float> a_, b_;

@@ -16,6 +16,8 @@ enum class RedOp { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSqua
 
 // Shared with the unit tests: reduces float rows [rows x len] into out[rows].
 bool reduce_rows_fast(RedOp op, const float* x, float* out, int64_t rows, int64_t len, int threads);
+// Reduces x viewed as (outer, len, inner) over the middle axis; false when op is not covered.
+bool reduce_block_fast(RedOp op, const float* x, float* out, int64_t outer, int64_t len, int64_t inner, int threads);
 
 namespace {
 
@@ -136,12 +138,15 @@ class ReduceKernel : public OpKernel {
     }
     Tensor& y = ctx.allocate_output(0, x.dtype(), out);
     if (fast_ && x.dtype() == DType::Float && !red.empty()) {
-      // Trailing axes only: rows are contiguous.
-      int64_t first = *red.begin();
-      if (*red.rbegin() - first + 1 == static_cast<int64_t>(red.size()) && *red.rbegin() == r - 1) {
-        int64_t len = 1;
-        for (int64_t d = first; d < r; ++d) len *= x.dims()[static_cast<size_t>(d)];
-        if (len > 0 && reduce_rows_fast(op_, x.data<float>(), y.data<float>(), y.numel(), len, ctx.threads())) return;
+      // One contiguous block of axes: view x as (outer, len, inner).
+      int64_t first = *red.begin(), last = *red.rbegin();
+      if (last - first + 1 == static_cast<int64_t>(red.size())) {
+        int64_t outer = 1, len = 1, inner = 1;
+        for (int64_t d = 0; d < r; ++d) {
+          int64_t v = x.dims()[static_cast<size_t>(d)];
+          (d < first ? outer : d <= last ? len : inner) *= v;
+        }
+        if (len > 0 && reduce_block_fast(op_, x.data<float>(), y.data<float>(), outer, len, inner, ctx.threads())) return;
       }
     }
     dispatch_dtype(x.dtype(), [&](auto t) {
@@ -202,6 +207,40 @@ bool reduce_rows_fast(RedOp op, const float* x, float* out, int64_t rows, int64_
       if (op == RedOp::Mean) s /= static_cast<float>(len);
       if (op == RedOp::L2) s = std::sqrt(s);
       out[r] = s;
+    }
+  });
+  return true;
+}
+
+bool reduce_block_fast(RedOp op, const float* x, float* out, int64_t outer, int64_t len, int64_t inner, int threads) {
+  if (inner == 1) return reduce_rows_fast(op, x, out, outer, len, threads);
+  if (op != RedOp::Sum && op != RedOp::Mean && op != RedOp::Max && op != RedOp::Min && op != RedOp::SumSquare)
+    return false;
+  // Whole rows of `inner` combine elementwise, so the loops run along contiguous memory.
+  parallel_for(outer, threads, std::max<int64_t>(1, 16384 / std::max<int64_t>(len * inner, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) {
+      float* y = out + o * inner;
+      const float* xo = x + o * len * inner;
+      bool sq = op == RedOp::SumSquare;
+      for (int64_t i = 0; i < inner; ++i) y[i] = sq ? xo[i] * xo[i] : xo[i];
+      for (int64_t j = 1; j < len; ++j) {
+        const float* xp = xo + j * inner;
+        switch (op) {
+          case RedOp::Max:
+            for (int64_t i = 0; i < inner; ++i) y[i] = xp[i] > y[i] || xp[i] != xp[i] ? xp[i] : y[i];
+            break;
+          case RedOp::Min:
+            for (int64_t i = 0; i < inner; ++i) y[i] = xp[i] < y[i] || xp[i] != xp[i] ? xp[i] : y[i];
+            break;
+          case RedOp::SumSquare:
+            for (int64_t i = 0; i < inner; ++i) y[i] += xp[i] * xp[i];
+            break;
+          default:
+            for (int64_t i = 0; i < inner; ++i) y[i] += xp[i];
+        }
+      }
+      if (op == RedOp::Mean)
+        for (int64_t i = 0; i < inner; ++i) y[i] /= static_cast<float>(len);
     }
   });
   return true;

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
+#include <algorithm>
 
 #include "runtime/kernels/util.h"
 
@@ -15,6 +17,7 @@ enum class SoftKind { Softmax, LogSoftmax, Hardmax };
 
 // Shared with the unit tests: softmax/logsoftmax over contiguous float rows.
 void softmax_rows_fast(SoftKind kind, const float* x, float* y, int64_t rows, int64_t n, int threads);
+void softmax_strided_fast(SoftKind kind, const float* x, float* y, int64_t outer, int64_t n, int64_t inner, int threads);
 
 namespace {
 
@@ -87,8 +90,9 @@ class SoftmaxKernel : public OpKernel {
     }
     Tensor& y = ctx.allocate_output(0, x.dtype(), x.dims());
     if (x.numel() == 0) return;
-    if (fast_ && inner == 1 && x.dtype() == DType::Float && kind_ != SoftKind::Hardmax) {
-      softmax_rows_fast(kind_, x.data<float>(), y.data<float>(), outer, n, ctx.threads());
+    if (fast_ && x.dtype() == DType::Float && kind_ != SoftKind::Hardmax) {
+      if (inner == 1) softmax_rows_fast(kind_, x.data<float>(), y.data<float>(), outer, n, ctx.threads());
+      else softmax_strided_fast(kind_, x.data<float>(), y.data<float>(), outer, n, inner, ctx.threads());
       return;
     }
     dispatch_dtype(x.dtype(), [&](auto t) {
@@ -137,6 +141,44 @@ void softmax_rows_fast(SoftKind kind, const float* x, float* y, int64_t rows, in
       } else {
         float ls = std::log(s) + m;
         for (int64_t i = 0; i < n; ++i) yp[i] = xp[i] - ls;
+      }
+    }
+  });
+}
+
+// Softmax along a non-last axis: (outer, n, inner). Max, exp and sum run across `inner`
+// (contiguous) for all n at once, so every loop is unit-stride.
+void softmax_strided_fast(SoftKind kind, const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
+                          int threads) {
+  parallel_for(outer, threads, 1, [&](int64_t b, int64_t e) {
+    std::vector<float> m(static_cast<size_t>(inner)), s(static_cast<size_t>(inner));
+    for (int64_t o = b; o < e; ++o) {
+      const float* xo = x + o * n * inner;
+      float* yo = y + o * n * inner;
+      std::copy(xo, xo + inner, m.begin());
+      for (int64_t j = 1; j < n; ++j)
+        for (int64_t i = 0; i < inner; ++i) m[static_cast<size_t>(i)] = std::max(m[static_cast<size_t>(i)], xo[j * inner + i]);
+      bool odd = false;
+      for (float v : m) odd |= std::isinf(v) || std::isnan(v);
+      if (odd) {  // rare: infinities or NaN take the careful path
+        softmax_ref<float>(kind, xo, yo, 1, n, inner);
+        continue;
+      }
+      std::fill(s.begin(), s.end(), 0.0f);
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < inner; ++i) {
+          float v = exp_vec(xo[j * inner + i] - m[static_cast<size_t>(i)]);
+          yo[j * inner + i] = v;
+          s[static_cast<size_t>(i)] += v;
+        }
+      if (kind == SoftKind::Softmax) {
+        for (float& v : s) v = 1.0f / v;
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t i = 0; i < inner; ++i) yo[j * inner + i] *= s[static_cast<size_t>(i)];
+      } else {
+        for (int64_t i = 0; i < inner; ++i) s[static_cast<size_t>(i)] = std::log(s[static_cast<size_t>(i)]) + m[static_cast<size_t>(i)];
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t i = 0; i < inner; ++i) yo[j * inner + i] = xo[j * inner + i] - s[static_cast<size_t>(i)];
       }
     }
   });
