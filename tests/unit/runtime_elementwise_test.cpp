@@ -128,8 +128,39 @@ TEST(RuntimeElementwise, FastMatchesReferenceOnLargeCnnShapes) {
       ASSERT_TRUE(run_op(op, {b, x}, {}, kRef).equals(swapped)) << op << " swapped " << dims_to_string(d);
     }
   }
-  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp"})
+  for (const char* op : {"Relu", "Exp", "HardSwish", "LeakyRelu"})
     ASSERT_TRUE(run_op(op, {x}, {}, kRef).equals(run_op(op, {x}, {}, kFast2))) << op;
+}
+
+// The fast path evaluates exp-based activations with a polynomial exp; it must stay within a
+// few float ulps of libm over the whole range, and keep NaN and the saturated tails right.
+TEST(RuntimeElementwise, FastActivationsAreAccurate) {
+  std::vector<float> xs;
+  for (float v = -100.0f; v <= 100.0f; v += 0.01f) xs.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-6f, -1e-6f, 0.29999f, 0.30001f, 88.5f, -88.5f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN})
+    xs.push_back(v);
+  Tensor x = Tensor::from_vector<float>(xs, {static_cast<int64_t>(xs.size())});
+  struct Case {
+    const char* op;
+    int64_t opset;
+    std::vector<Attribute> attrs;
+  };
+  std::vector<Case> cases = {{"Sigmoid", 17, {}}, {"Tanh", 17, {}}, {"Elu", 17, {}}, {"Selu", 17, {}},
+                             {"Celu", 17, {Attribute::make_float("alpha", 2.0f)}}, {"Mish", 18, {}},
+                             {"Gelu", 20, {Attribute::make_string("approximate", "tanh")}}};
+  for (const Case& c : cases) {
+    auto ref = values<float>(run_op(c.op, {x}, c.attrs, RunOpts{false, 1, c.opset, ""}));
+    auto fast = values<float>(run_op(c.op, {x}, c.attrs, RunOpts{true, 2, c.opset, ""}));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (std::isnan(xs[i])) {
+        EXPECT_TRUE(std::isnan(fast[i])) << c.op << " at NaN";
+        continue;
+      }
+      if (ref[i] == fast[i] || std::isnan(ref[i])) continue;  // NaN here: libm's inf * 0 at -inf
+
+      EXPECT_NEAR(fast[i], ref[i], 1e-30 + 2e-6 * std::fabs(ref[i]) + 1e-7) << c.op << " at " << xs[i];
+    }
+  }
 }
 
 TEST(RuntimeElementwise, IntegerDivisionAndModSignRules) {
@@ -229,7 +260,7 @@ TEST(RuntimeElementwise, VariadicAndActivations) {
   EXPECT_NEAR(gelu[2], 0.841345f, 1e-5);
   auto mish = values<float>(run_op("Mish", {x}, {}, at_opset(18)));
   EXPECT_NEAR(mish[2], 0.865098f, 1e-5);
-  auto sig = values<float>(run_op("Sigmoid", {Tensor::from_vector<float>({-100, 100}, {2})}));
+  auto sig = values<float>(run_op("Sigmoid", {Tensor::from_vector<float>({-100, 100}, {2})}, {}, kRef));
   EXPECT_EQ(sig[0], std::exp(-100.0f) / (1 + std::exp(-100.0f)));
   EXPECT_EQ(sig[1], 1.0f);
 }

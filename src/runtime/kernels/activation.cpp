@@ -1,4 +1,7 @@
 // Activations: Relu family, sigmoids, soft functions, Clip, PRelu, Gelu and Mish.
+// Select-style loops (x < 0 ? a * x : x) vectorize only when GCC may evaluate both arms, which
+// -ftrapping-math forbids; we never read FP exception flags, so values are unchanged.
+#pragma GCC optimize("no-trapping-math")
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -31,6 +34,7 @@ struct EluOp {
   float alpha;
   template <typename C>
   C operator()(C x) const { return x < C(0) ? static_cast<C>(alpha) * std::expm1(x) : x; }
+  float fast(float x) const { return x < 0.0f ? alpha * (fast_exp(x) - 1.0f) : x; }
 };
 
 struct CeluOp {
@@ -40,6 +44,7 @@ struct CeluOp {
     C a = static_cast<C>(alpha);
     return x > C(0) ? x : a * std::expm1(x / a);
   }
+  float fast(float x) const { return x > 0.0f ? x : alpha * (fast_exp(x / alpha) - 1.0f); }
 };
 
 struct SeluOp {
@@ -48,6 +53,7 @@ struct SeluOp {
   C operator()(C x) const {
     return x > C(0) ? static_cast<C>(gamma) * x : static_cast<C>(gamma) * (static_cast<C>(alpha) * std::expm1(x));
   }
+  float fast(float x) const { return x > 0.0f ? gamma * x : gamma * (alpha * (fast_exp(x) - 1.0f)); }
 };
 
 struct SigmoidOp {
@@ -58,6 +64,7 @@ struct SigmoidOp {
     C e = std::exp(x);
     return e / (C(1) + e);
   }
+  float fast(float x) const { return fast_sigmoid(x); }
 };
 
 struct HardSigmoidOp {
@@ -114,11 +121,22 @@ struct GeluOp {
     }
     return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(0.7071067811865476)));
   }
+  float fast(float x) const {
+    if (!tanh_approx) return (*this)(x);
+    return 0.5f * x * (1.0f + fast_tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  }
 };
 
 struct MishOp {
   template <typename C>
   C operator()(C x) const { return x * std::tanh(SoftplusOp{}(x)); }
+  // tanh(log(1 + u)) = u(u + 2) / (u(u + 2) + 2) with u = e^x; beyond 20 it is 1 in float.
+  float fast(float x) const {
+    float u = fast_exp(x);
+    float n = u * (u + 2.0f);
+    float m = x * n / (n + 2.0f);
+    return x > 20.0f ? x : m;
+  }
 };
 
 struct ClipOp {

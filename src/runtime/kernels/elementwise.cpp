@@ -1,5 +1,8 @@
 // Binary, variadic and selection elementwise ops: arithmetic, comparison, logic, bit shifts,
 // Mod, Pow, Max/Min/Sum/Mean and Where, all with numpy broadcasting.
+// Select-style loops (x < 0 ? a * x : x) vectorize only when GCC may evaluate both arms, which
+// -ftrapping-math forbids; we never read FP exception flags, so values are unchanged.
+#pragma GCC optimize("no-trapping-math")
 #include <cmath>
 #include <cstdint>
 #include <cstring>

@@ -1,4 +1,7 @@
 // Unary math ops (trigonometric, exponential, rounding, sign) and the IsInf/IsNaN/Not predicates.
+// Select-style loops (x < 0 ? a * x : x) vectorize only when GCC may evaluate both arms, which
+// -ftrapping-math forbids; we never read FP exception flags, so values are unchanged.
+#pragma GCC optimize("no-trapping-math")
 #include <cmath>
 #include <type_traits>
 
@@ -55,6 +58,12 @@ struct SignOp {
   }
 };
 
+struct TanhOp {
+  template <typename C>
+  C operator()(C x) const { return std::tanh(x); }
+  float fast(float x) const { return fast_tanh(x); }
+};
+
 }  // namespace
 
 void register_elementwise_unary_kernels(KernelRegistry& r) {
@@ -79,7 +88,7 @@ void register_elementwise_unary_kernels(KernelRegistry& r) {
   r.add("", "Atan", 7, unary_factory<T::Float>(fixed([](auto x) { return std::atan(x); })));
   r.add("", "Sinh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::sinh(x); })));
   r.add("", "Cosh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::cosh(x); })));
-  r.add("", "Tanh", 1, unary_factory<T::Float>(fixed([](auto x) { return std::tanh(x); })));
+  r.add("", "Tanh", 1, unary_factory<T::Float>(fixed(TanhOp{})));
   r.add("", "Asinh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::asinh(x); })));
   r.add("", "Acosh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::acosh(x); })));
   r.add("", "Atanh", 9, unary_factory<T::Float>(fixed([](auto x) { return std::atanh(x); })));

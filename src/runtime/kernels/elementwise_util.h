@@ -4,6 +4,9 @@
 // and unary/binary runners with a fast path and a plain reference path.
 #include <array>
 #include <cmath>
+#include <concepts>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -42,6 +45,55 @@ inline R st(C v) {
     return static_cast<R>(v);
   }
 }
+
+// exp for float without a libm call, so loops over it vectorize: x = n*ln2 + r with |r| <= ln2/2,
+// then a degree-7 Taylor polynomial (truncation ~5e-9, below float precision). Rounding uses
+// the 1.5*2^23 trick and the scale 2^n is built from bit patterns, so NaN propagates and no
+// float->int conversion can overflow. Saturates to the smallest normal below -87.3 and to
+// ~1.6e38 above 88 (callers use it where that does not matter: sigmoid, tanh, elu, ...).
+inline float fast_exp(float x) {
+  x = x > 88.0f ? 88.0f : x;
+  x = x < -87.3f ? -87.3f : x;
+  const float magic = 12582912.0f;  // 1.5 * 2^23
+  float t = x * 1.44269504088896341f + magic;
+  float n = t - magic;
+  // ln2 split in two so n * hi is exact: hi = 355/512.
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.1219444005469058e-4f;
+  float p = 1.0f / 5040;
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r * r + r + 1.0f;
+  uint32_t tb;
+  std::memcpy(&tb, &t, 4);
+  uint32_t sb = (tb - 0x4B400000u + 127u) << 23;
+  float scale;
+  std::memcpy(&scale, &sb, 4);
+  return p * scale;
+}
+
+inline float fast_sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
+
+// tanh: odd Taylor series near 0 (where 1 - 2/(e^2x + 1) would cancel), exp form elsewhere.
+inline float fast_tanh(float x) {
+  float a = std::fabs(x);
+  float x2 = x * x;
+  float small = x * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315 + x2 * (62.0f / 2835 +
+                                                                                         x2 * (-1382.0f / 155925))))));
+  float e = fast_exp(2.0f * a);
+  float big = 1.0f - 2.0f / (e + 1.0f);
+  big = x < 0 ? -big : big;
+  return a < 0.3f ? small : big;
+}
+
+// An op may offer `float fast(float)`, an approximation used on the fast path only.
+template <typename Op>
+concept HasFast = requires(const Op& o, float v) {
+  { o.fast(v) } -> std::same_as<float>;
+};
 
 // Elements per parallel chunk: below this, threading costs more than it saves.
 constexpr int64_t kGrain = 32768;
@@ -169,7 +221,11 @@ void unary_apply(const Tensor& x, Tensor& out, const Op& op, bool fast, int thre
   parallel_for(n, threads, kGrain, [&](int64_t b, int64_t e) {
     const T* __restrict s = px + b;
     R* __restrict d = po + b;
-    for (int64_t i = 0; i < e - b; ++i) d[i] = st<R>(op(ld(s[i])));
+    if constexpr (HasFast<Op> && std::is_same_v<calc_t<T>, float>) {
+      for (int64_t i = 0; i < e - b; ++i) d[i] = st<R>(op.fast(ld(s[i])));
+    } else {
+      for (int64_t i = 0; i < e - b; ++i) d[i] = st<R>(op(ld(s[i])));
+    }
   });
 }
 
