@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "runtime/session.h"
@@ -168,6 +169,33 @@ TEST(RuntimeMatmul, EinsumForms) {
   // Ellipsis broadcasting: (2,2,2) with (2,2) on the batch-free side.
   expect_close(Tensor::from_vector<float>({7, 10, 15, 22, 23, 34, 31, 46}, {2, 2, 2}),
                ein("...ij,jk->...ik", {{"x", b3}, {"z", sq}}));
+}
+
+TEST(RuntimeMatmul, EinsumDifferentialRandomShapes) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int64_t> sz(1, 7);
+  struct Case {
+    const char* eq;
+    const char* a;
+    const char* b;
+  };
+  // Label strings give each operand's dims; sizes are drawn per label.
+  for (Case c : {Case{"bij,bjk->bik", "bij", "bjk"}, Case{"bhqd,bhkd->bhqk", "bhqd", "bhkd"}, Case{"ij,kj->ik", "ij", "kj"},
+                 Case{"i,i->", "i", "i"}, Case{"i,j->ij", "i", "j"}, Case{"abc,cd->dba", "abc", "cd"},
+                 Case{"ij,jk", "ij", "jk"}, Case{"ii,ij->j", "ii", "ij"}, Case{"ij,j->i", "ij", "j"},
+                 Case{"ab,ab->b", "ab", "ab"}, Case{"ab,cd->", "ab", "cd"}}) {
+    for (int rep = 0; rep < 3; ++rep) {
+      std::map<char, int64_t> size;
+      for (char l : std::string("abcdhijkq")) size[l] = sz(rng);
+      auto dims = [&](const char* s) {
+        Dims d;
+        for (const char* q = s; *q; ++q) d.push_back(size[*q]);
+        return d;
+      };
+      std::vector<In> ins{{"a", random_tensor(rng, dims(c.a))}, {"b", random_tensor(rng, dims(c.b))}};
+      differential(one_node("Einsum", ins, {Attribute::make_string("equation", c.eq)}), ins);
+    }
+  }
 }
 
 TEST(RuntimeMatmul, DetAndIntegerProducts) {

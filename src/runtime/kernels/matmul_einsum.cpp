@@ -4,11 +4,18 @@
 // summed labels with two odometers.
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <type_traits>
 
 #include "runtime/kernels/util.h"
 
 namespace t2o::kern {
+
+struct DnnlMatmul;
+std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b);
+bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M, int64_t K, int64_t N,
+                     const float* a, const float* b, const float* bias, float beta_sum, float* c);
+
 namespace {
 
 constexpr int kEllBase = 52;  // label ids: a-z 0..25, A-Z 26..51, ellipsis dims from 52
@@ -177,28 +184,104 @@ void einsum_run(const Plan& p, const std::vector<const Tensor*>& ins, Tensor& y)
   }
 }
 
-void einsum(KernelContext& ctx) {
-  std::string eq = ctx.node().attr_string("equation", "");
-  if (eq.empty()) ctx.fail("missing attribute 'equation'");
-  std::vector<const Tensor*> ins;
-  for (int i = 0; i < ctx.num_inputs(); ++i) ins.push_back(&ctx.input(i));
-  if (ins.empty()) ctx.fail("needs at least one input");
-  for (const Tensor* t : ins)
-    if (t->dtype() != ins[0]->dtype()) ctx.fail("inputs have different element types");
-  Plan p = make_plan(ctx, eq, ins);
-  Dims od;
-  for (int l : p.out_labels) od.push_back(p.size.at(l));
-  Tensor& y = ctx.allocate_output(0, ins[0]->dtype(), od);
-  if (y.numel() == 0) return;
-  dispatch_dtype(y.dtype(), [&](auto t) {
-    using T = decltype(t);
-    if constexpr (std::is_same_v<T, bool>) ctx.fail("does not support bool");
-    else einsum_run<T>(p, ins, y);
-  });
+// Gathers t (strides per label) into a contiguous buffer ordered by `order`.
+std::vector<float> gather(const Plan& p, const float* t, const std::map<int, int64_t>& strides,
+                          const std::vector<int>& order) {
+  Dims d, st;
+  for (int l : order) {
+    d.push_back(p.size.at(l));
+    st.push_back(strides.at(l));
+  }
+  std::vector<float> out(static_cast<size_t>(numel_of(d)));
+  if (d.empty()) out[0] = t[0];
+  else for_each_broadcast(d, {st}, [&](int64_t i, const int64_t* o) { out[static_cast<size_t>(i)] = t[o[0]]; });
+  return out;
 }
+
+// Two float operands without diagonals, broadcasting or one-sided sums become one batched matmul:
+// labels split into batch (both inputs and output), M (A and output), N (B and output), K (summed).
+bool einsum_fast(DnnlMatmul& mm, const Plan& p, const std::vector<const Tensor*>& ins, Tensor& y) {
+  if (ins.size() != 2 || y.dtype() != DType::Float) return false;
+  for (size_t i = 0; i < 2; ++i) {
+    if (static_cast<int>(p.strides[i].size()) != ins[i]->rank()) return false;  // a repeated label
+    for (auto& [l, st] : p.strides[i])
+      if (st == 0 && p.size.at(l) != 1) return false;  // broadcast
+  }
+  auto in_out = [&](int l) { return std::count(p.out_labels.begin(), p.out_labels.end(), l) > 0; };
+  std::vector<int> batch, ml, nl, kl;
+  for (int l : p.out_labels) {
+    bool a = p.strides[0].count(l), b = p.strides[1].count(l);
+    (a && b ? batch : a ? ml : nl).push_back(l);
+  }
+  for (auto& [l, st] : p.strides[0])
+    if (!in_out(l)) {
+      if (!p.strides[1].count(l)) return false;
+      kl.push_back(l);
+    }
+  for (auto& [l, st] : p.strides[1])
+    if (!in_out(l) && !p.strides[0].count(l)) return false;
+  auto prod = [&](const std::vector<int>& ls) {
+    int64_t n = 1;
+    for (int l : ls) n *= p.size.at(l);
+    return n;
+  };
+  int64_t B = prod(batch), M = prod(ml), N = prod(nl), K = prod(kl);
+  if (B * M * N * K == 0) return false;
+  std::vector<int> ao = batch, bo = batch, co = batch;
+  ao.insert(ao.end(), ml.begin(), ml.end());
+  ao.insert(ao.end(), kl.begin(), kl.end());
+  bo.insert(bo.end(), kl.begin(), kl.end());
+  bo.insert(bo.end(), nl.begin(), nl.end());
+  co.insert(co.end(), ml.begin(), ml.end());
+  co.insert(co.end(), nl.begin(), nl.end());
+  std::vector<float> a = gather(p, ins[0]->data<float>(), p.strides[0], ao);
+  std::vector<float> b = gather(p, ins[1]->data<float>(), p.strides[1], bo);
+  std::vector<float> c(static_cast<size_t>(B * M * N));
+  if (!dnnl_matmul_run(mm, B, B, M, K, N, a.data(), b.data(), nullptr, 0.0f, c.data())) return false;
+  // c is laid out as co; scatter into the output's label order.
+  std::map<int, int64_t> cst;
+  Dims cd;
+  for (int l : co) cd.push_back(p.size.at(l));
+  Dims cs = strides_of(cd);
+  for (size_t i = 0; i < co.size(); ++i) cst[co[i]] = cs[i];
+  std::vector<float> r = gather(p, c.data(), cst, p.out_labels);
+  std::copy(r.begin(), r.end(), y.data<float>());
+  return true;
+}
+
+class EinsumKernel : public OpKernel {
+ public:
+  explicit EinsumKernel(const KernelInfo& info) {
+    eq_ = info.node.attr_string("equation", "");
+    if (info.fast_paths) mm_ = dnnl_matmul_make(false, false, 1.0f, nullptr);
+  }
+  void run(KernelContext& ctx) override {
+    if (eq_.empty()) ctx.fail("missing attribute 'equation'");
+    std::vector<const Tensor*> ins;
+    for (int i = 0; i < ctx.num_inputs(); ++i) ins.push_back(&ctx.input(i));
+    if (ins.empty()) ctx.fail("needs at least one input");
+    for (const Tensor* t : ins)
+      if (t->dtype() != ins[0]->dtype()) ctx.fail("inputs have different element types");
+    Plan p = make_plan(ctx, eq_, ins);
+    Dims od;
+    for (int l : p.out_labels) od.push_back(p.size.at(l));
+    Tensor& y = ctx.allocate_output(0, ins[0]->dtype(), od);
+    if (y.numel() == 0) return;
+    if (mm_ && einsum_fast(*mm_, p, ins, y)) return;
+    dispatch_dtype(y.dtype(), [&](auto t) {
+      using T = decltype(t);
+      if constexpr (std::is_same_v<T, bool>) ctx.fail("does not support bool");
+      else einsum_run<T>(p, ins, y);
+    });
+  }
+
+ private:
+  std::string eq_;
+  std::shared_ptr<DnnlMatmul> mm_;
+};
 
 }  // namespace
 
-void register_einsum_kernels(KernelRegistry& r) { r.add("", "Einsum", 12, stateless(einsum)); }
+void register_einsum_kernels(KernelRegistry& r) { r.add("", "Einsum", 12, factory_of<EinsumKernel>()); }
 
 }  // namespace t2o::kern
