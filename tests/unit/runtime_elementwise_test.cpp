@@ -265,6 +265,28 @@ TEST(RuntimeElementwise, VariadicAndActivations) {
   EXPECT_EQ(sig[1], 1.0f);
 }
 
+TEST(RuntimeElementwise, EmptyTensors) {
+  Tensor e(DType::Float, {0, 3});
+  Tensor b = Tensor::from_vector<float>({1, 2, 3}, {1, 3});
+  for (RunOpts o : {kRef, kFast2}) {
+    EXPECT_EQ(run_op("Add", {e, b}, {}, o).dims(), (Dims{0, 3}));
+    EXPECT_EQ(run_op("Sigmoid", {e}, {}, o).dims(), (Dims{0, 3}));
+    Tensor c(DType::Bool, {0, 1});
+    EXPECT_EQ(run_op("Where", {c, e, b}, {}, o).dims(), (Dims{0, 3}));
+    EXPECT_EQ(run_op("Sum", {e, b, e}, {}, o).dims(), (Dims{0, 3}));
+  }
+}
+
+TEST(RuntimeElementwise, LegacyBroadcastAxis) {
+  Tensor a(DType::Float, {2, 3, 4});
+  Tensor b = Tensor::from_vector<float>({10, 20, 30}, {3});
+  Tensor y = run_op("Add", {a, b}, {Attribute::make_int("broadcast", 1), Attribute::make_int("axis", 1)}, at_opset(6));
+  EXPECT_EQ(y.dims(), (Dims{2, 3, 4}));
+  EXPECT_EQ(y.data<float>()[4], 20.0f);
+  EXPECT_THROW(run_op("Add", {a, b}, {Attribute::make_int("broadcast", 1), Attribute::make_int("axis", 2)}, at_opset(6)),
+               Error);
+}
+
 TEST(RuntimeElementwise, BadInputIsAnError) {
   Tensor a = Tensor::from_vector<float>({1, 2, 3}, {3});
   Tensor b = Tensor::from_vector<float>({1, 2}, {2});

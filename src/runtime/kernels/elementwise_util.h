@@ -139,6 +139,7 @@ BcastPlan<K> make_plan(const Dims& out, const std::array<const Dims*, K>& ins) {
 // Calls seg(out_offset, input_offsets, len) for each run of the inner dim, in parallel chunks.
 template <size_t K, typename Seg>
 void plan_run(const BcastPlan<K>& p, int threads, Seg&& seg) {
+  if (p.numel == 0) return;
   parallel_for(p.numel, threads, kGrain, [&](int64_t b, int64_t e) {
     size_t r = p.cdims.size();
     std::vector<int64_t> idx(r);
