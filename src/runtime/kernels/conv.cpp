@@ -89,9 +89,10 @@ class ConvKernel : public OpKernel {
     if (!info.fast_paths) return;
     dnnl_ = std::make_unique<kern::DnnlConv>(false, group_);
     const Tensor* w = info.constant_input(1);
+    // A run-time bias is passed at each run; only the weight must be constant to prepack.
     const Tensor* b = info.node.has_input(2) ? info.constant_input(2) : nullptr;
-    bool b_ok = !info.node.has_input(2) || (b && b->dtype() == DType::Float);
-    if (w && w->dtype() == DType::Float && w->rank() >= 3 && b_ok && group_ >= 1 && w->dim(0) % group_ == 0) {
+    if (b && b->dtype() != DType::Float) b = nullptr;
+    if (w && w->dtype() == DType::Float && w->rank() >= 3 && group_ >= 1 && w->dim(0) % group_ == 0) {
       try {
         dnnl_->prepack(*w, b, w->dim(1) * group_, probe_geom(info.node, attrs_, spatial(w->dims())));
       } catch (const Error&) {
@@ -179,8 +180,8 @@ class ConvTransposeKernel : public OpKernel {
       dnnl_ = std::make_unique<kern::DnnlConv>(true, group_);
       const Tensor* w = info.constant_input(1);
       const Tensor* b = info.node.has_input(2) ? info.constant_input(2) : nullptr;
-      bool b_ok = !info.node.has_input(2) || (b && b->dtype() == DType::Float);
-      if (w && w->dtype() == DType::Float && w->rank() >= 3 && b_ok && w->dim(0) % group_ == 0 &&
+      if (b && b->dtype() != DType::Float) b = nullptr;
+      if (w && w->dtype() == DType::Float && w->rank() >= 3 && w->dim(0) % group_ == 0 &&
           attrs_.output_shape.empty() && attrs_.w.auto_pad == "NOTSET") {
         Dims in(static_cast<size_t>(w->rank() - 2), 16);
         try {

@@ -118,7 +118,7 @@ struct DnnlConv::Impl {
   };
   std::map<Dims, Entry> cache;
   bool constant = false;
-  Tensor const_w, const_b;
+  Tensor const_w;
   std::vector<std::pair<memory::desc, memory>> packed;  // constant weights per oneDNN layout
 
   dnnl::primitive_desc make_pd(const Dims& xd, const Dims& wd, bool bias, const Geom& g, const Dims& yd) const {
@@ -164,7 +164,6 @@ DnnlConv::~DnnlConv() = default;
 void DnnlConv::prepack(const Tensor& w, const Tensor* bias, int64_t channels, const Geom& probe) {
   impl_->constant = true;
   impl_->const_w = w;
-  if (bias) impl_->const_b = *bias;
   Dims xd{1, channels};
   xd.insert(xd.end(), probe.in.begin(), probe.in.end());
   try {
@@ -231,7 +230,7 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
   }
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   if (b) {
-    const Tensor& bt = s.constant && s.const_b.defined() ? s.const_b : *b;
+    const Tensor& bt = *b;
     args.emplace(DNNL_ARG_BIAS, memory({{bt.numel()}, memory::data_type::f32, memory::format_tag::a}, engine(),
                                        const_cast<void*>(bt.raw())));
   }

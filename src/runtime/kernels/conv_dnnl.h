@@ -16,8 +16,9 @@ class DnnlConv {
   DnnlConv(const DnnlConv&) = delete;
   DnnlConv& operator=(const DnnlConv&) = delete;
 
-  // Declares the weight (and bias) constant and packs the weight for the geometry `probe`
-  // (batch 1, channels `channels`). Later runs reuse the packing when oneDNN picks the same layout.
+  // Declares the weight constant and packs it for the geometry `probe` (batch 1, `channels`
+  // input channels; `bias` only says whether there is one). Later runs reuse the packing
+  // whenever oneDNN picks the same layout, and pack again (once) when it does not.
   void prepack(const Tensor& w, const Tensor* bias, int64_t channels, const Geom& probe);
   // y = conv(x, w) + b over f32 tensors with geometry g (g.out must match y). For constant
   // weights pass the same tensors as to prepack. Returns false when oneDNN has no implementation
