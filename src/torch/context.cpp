@@ -232,22 +232,21 @@ bool Ctx::try_fold(TNode* n) {
   // Creation ops would otherwise bake large filled tensors into the model.
   for (const c10::IValue& r : stack)
     if (r.isTensor() && !tensor_in && r.toTensor().numel() > 64) return false;
-  for (size_t k = 0; k < stack.size(); ++k) {
-    c10::IValue r = stack[k];
-    if (r.isTensor()) r = r.toTensor().clone();  // outputs may alias inputs that later ops mutate
-    set(n->output(k), TV::constant(r));
-  }
+  // Outputs keep aliasing their inputs (views), so that a later in-place op on a constant view
+  // (swin's mask[a:b, c:d] = k) updates the base, as in torch.
+  for (size_t k = 0; k < stack.size(); ++k) set(n->output(k), TV::constant(stack[k]));
   return true;
 }
 
 void Ctx::convert_node(TNode* n) {
   std::string kind = n->kind().toQualString();
   bool poisoned = false;
-  for (const TValue* v : n->inputs()) poisoned = poisoned || poisoned_.count(v);
+  for (const TValue* v : n->inputs()) poisoned = poisoned || get(v).poisoned;
   auto poison = [&] {
     for (const TValue* o : n->outputs()) {
-      poisoned_[o] = true;
-      vals_[o] = TV::constant(c10::IValue());
+      TV p = TV::constant(c10::IValue());
+      p.poisoned = true;
+      vals_[o] = p;
     }
   };
   if (poisoned) return poison();

@@ -25,6 +25,7 @@ struct TV {
   std::vector<int64_t> shape;  // -1: dynamic
   bool rank_known = false;
   bool number = false;  // a TorchScript int/float/bool carried as a 0-d tensor
+  bool poisoned = false;  // produced by an unsupported op: dependents are skipped, not converted
   std::vector<TV> items;
 
   static TV constant(c10::IValue v) {
@@ -67,6 +68,7 @@ class Ctx {
   // Value map.
   bool has(const TValue* v) const { return vals_.count(v) != 0; }
   const TV& get(const TValue* v) const;
+  TV& get_mut(const TValue* v) { return vals_.at(v); }
   void set(const TValue* v, TV tv);  // fills dtype/shape from the profile when missing
   const Observed* observed(const TValue* v) const { return prof_.get(v); }
 
@@ -117,7 +119,6 @@ class Ctx {
   bool try_fold(TNode* n);
   const Profile& prof_;
   std::unordered_map<const TValue*, TV> vals_;
-  std::unordered_map<const TValue*, bool> poisoned_;
 };
 
 // Registry of converters; each ops/*.cpp file adds its table through register_*().

@@ -139,7 +139,10 @@ Dims alternate_dims(const InputSpec& s, const ConvertOptions& o) {
 void flatten_outputs(Ctx& ctx, const TV& v, std::vector<TV>& out) {
   if (v.kind == TV::Kind::List)
     for (const TV& e : v.items) flatten_outputs(ctx, e, out);
-  else
+  else if (v.is_const() && (v.c.isList() || v.c.isTuple()))
+    for (const auto& e : v.c.isList() ? v.c.toListRef().vec() : v.c.toTupleRef().elements().vec())
+      flatten_outputs(ctx, TV::constant(e), out);
+  else if (!v.is_none())  // ONNX has no None outputs (e.g. absent aux logits); drop them
     out.push_back(v);
 }
 

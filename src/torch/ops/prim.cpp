@@ -99,7 +99,14 @@ void to_number(Ctx& c, const TNode* n) {
 void is_none(Ctx& c, const TNode* n) {
   bool a = c.is_none(n, 0), b = c.is_none(n, 1);
   bool same = a && b;
-  if (!a && !b) throw UnsupportedError("aten::__is__ between two values");
+  if (!a && !b) {
+    // Identity of two tensors: the same ONNX value means the same object (MHA's `query is key`).
+    const TV& x = c.in(n, 0);
+    const TV& y = c.in(n, 1);
+    if (x.kind != TV::Kind::Tensor || y.kind != TV::Kind::Tensor)
+      throw UnsupportedError("aten::__is__ between two non-tensor values");
+    same = x.name == y.name;
+  }
   bool is = n->kind() == c10::Symbol::fromQualString("aten::__is__");
   c.set(n->output(), TV::constant(is ? same : !same));
 }
@@ -107,6 +114,19 @@ void is_none(Ctx& c, const TNode* n) {
 void not_(Ctx& c, const TNode* n) { c.out(n, c.b.op1("Not", {c.t_as(n, 0, DType::Bool)})); }
 
 void nothing(Ctx&, const TNode*) {}
+
+// list.append mutates the list value itself; later readers of the list see the new element.
+void append(Ctx& c, const TNode* n) {
+  TV& list = c.get_mut(n->input(0));
+  if (list.is_const() && list.c.isList()) {
+    std::vector<TV> items;
+    for (const auto& e : list.c.toListRef()) items.push_back(TV::constant(e));
+    list = TV::list(items);
+  }
+  if (list.kind != TV::Kind::List) throw UnsupportedError("aten::append to a list that is not known element-wise");
+  list.items.push_back(c.in(n, 1));
+  c.set(n->output(), list);
+}
 
 void none_out(Ctx& c, const TNode* n) {
   for (const TValue* o : n->outputs()) c.set(o, TV::constant(c10::IValue()));
@@ -117,6 +137,8 @@ void prim_dtype(Ctx& c, const TNode* n) {
 }
 
 void prim_device(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(c10::Device(c10::kCPU))); }
+
+void false_const(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(false)); }
 
 void is_floating_point(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(dtype_is_float(c.dtype(n, 0)))); }
 
@@ -177,11 +199,19 @@ void register_prim_ops(OpTable& t) {
   t["aten::feature_alpha_dropout"] = {identity};
   t["aten::lift_fresh"] = {identity};
   t["aten::warn"] = {nothing};
+  t["aten::append"] = {append};
   t["prim::RaiseException"] = {nothing};
   t["prim::Uninitialized"] = {none_out};
   t["prim::dtype"] = {prim_dtype};
   t["prim::device"] = {prim_device};
   t["aten::is_floating_point"] = {is_floating_point};
+  t["aten::is_autocast_enabled"] = {false_const};
+  t["prim::is_cuda"] = {false_const};
+  t["prim::is_mkldnn"] = {false_const};
+  t["prim::is_quantized"] = {false_const};
+  t["prim::requires_grad"] = {false_const};
+  t["aten::is_autocast_cpu_enabled"] = {false_const};
+  t["aten::is_grad_enabled"] = {false_const};
   t["aten::to"] = {to};
   t["aten::type_as"] = {to};
   t["aten::float"] = {to};
