@@ -2,7 +2,9 @@
 // and the vectorized fast paths against the reference kernels on random shapes.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "runtime/session.h"
@@ -213,6 +215,40 @@ TEST(RuntimeReduce, LossesAndQuantization) {
   EXPECT_TRUE(ya.equals(Tensor::from_vector<int8_t>({0, 2, 2, -128, 127, 2}, {2, 3})));
   std::vector<In> qbad{{"x", f}, {"s", Tensor::from_vector<float>({1, 2, 3, 4}, {4})}};
   EXPECT_THROW(run(one_node("QuantizeLinear", qbad), qbad, true), Error);
+}
+
+}  // namespace
+
+namespace {
+
+// Manual timing of fast vs reference paths: --gtest_also_run_disabled_tests --gtest_filter=*Bench*
+TEST(RuntimeReduce, DISABLED_BenchFastPaths) {
+  std::mt19937 rng(1);
+  Tensor x = random_tensor(rng, {256, 1024});
+  Tensor s = random_tensor(rng, {1024});
+  struct C {
+    const char* op;
+    std::vector<In> ins;
+    std::vector<Attribute> attrs;
+  };
+  for (C c : {C{"Softmax", {{"x", x}}, {}}, C{"LogSoftmax", {{"x", x}}, {}},
+              C{"LayerNormalization", {{"x", x}, {"s", s, true}, {"b", s, true}}, {}},
+              C{"ReduceMean", {{"x", x}}, {Attribute::make_ints("axes", {1})}},
+              C{"ReduceSum", {{"x", x}}, {Attribute::make_ints("axes", {0})}}}) {
+    Model m = one_node(c.op, c.ins, c.attrs, 1, 13 + 4 * (std::string(c.op) == "LayerNormalization"));
+    for (bool fast : {false, true}) {
+      SessionOptions o;
+      o.fast_paths = fast;
+      o.threads = 1;
+      Session sess(m, o);
+      std::map<std::string, RValue> feeds{{"x", x}};
+      sess.run(feeds);
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 50; ++i) sess.run(feeds);
+      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 50;
+      std::printf("%-20s %-4s %8.1f us\n", c.op, fast ? "fast" : "ref", us);
+    }
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <tuple>
 
 #include "runtime/kernels/util.h"
@@ -34,7 +35,9 @@ struct DnnlMatmul {
     memory::desc w_desc;
     std::shared_ptr<memory> packed_b;  // for a constant B: the reordered weights
   };
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>, Prim> cache;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+  std::map<Key, Prim> cache;
+  std::set<Key> rejected;  // shapes oneDNN refused: go straight to the reference kernel
   std::mutex mu;
 };
 
@@ -57,6 +60,7 @@ bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M,
   try {
     std::lock_guard<std::mutex> lock(m.mu);
     auto key = std::make_tuple(batch_a, batch_b, M, K, N, bias != nullptr, beta_sum != 0.0f);
+    if (m.rejected.count(key)) return false;
     auto it = m.cache.find(key);
     memory::dims ad = {batch_a, M, K}, bd = {batch_b, K, N}, cd = {batch, M, N};
     memory::desc a_md(ad, dt::f32, m.trans_a ? tag::acb : tag::abc);
@@ -74,7 +78,13 @@ bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M,
         attr.set_post_ops(po);
       }
       auto d = bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);
-      dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
+      dnnl::matmul::primitive_desc pd;
+      try {
+        pd = dnnl::matmul::primitive_desc(d, attr, cpu_engine());
+      } catch (const dnnl::error&) {
+        m.rejected.insert(key);
+        return false;
+      }
       DnnlMatmul::Prim p{dnnl::matmul(pd), pd.weights_desc(), nullptr};
       if (packed) {
         // Reuse a packing another shape already made when the layouts agree.

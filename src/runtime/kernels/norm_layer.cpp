@@ -136,6 +136,9 @@ class LayerNormKernel : public OpKernel {
 }  // namespace
 
 void register_layer_norm_kernels(KernelRegistry& r) {
+  // ONNX Runtime's optimizer writes LayerNormalization into the default domain below opset 17 too
+  // (its contrib op of the same meaning), so the kernel serves those models as well.
+  r.add("", "LayerNormalization", 1, factory_of<LayerNormKernel>());
   r.add("", "LayerNormalization", 17, factory_of<LayerNormKernel>());
 }
 

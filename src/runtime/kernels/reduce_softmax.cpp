@@ -21,10 +21,17 @@ void softmax_strided_fast(SoftKind kind, const float* x, float* y, int64_t outer
 
 namespace {
 
-// exp(x) written with plain arithmetic so the row loops vectorize (no libm call):
-// x = k*ln2 + r, |r| <= ln2/2, exp(r) by a degree-7 Taylor polynomial (error < 1e-8), times 2^k.
+// exp(x) for x <= 0 (callers pass x - max), written with plain arithmetic so the row loops
+// vectorize (no libm call): x = k*ln2 + r, |r| <= ln2/2, exp(r) by a degree-7 Taylor polynomial
+// (relative error < 1e-7), times 2^k. The clamp at -87 compares the bit patterns as unsigned
+// integers (negative floats order that way): a float compare-and-select would not vectorize
+// under the default -ftrapping-math.
 inline float exp_vec(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  uint32_t ub;
+  std::memcpy(&ub, &x, 4);
+  const uint32_t lim = 0xC2AE0000u;  // bits of -87.0f
+  ub = ub > lim ? lim : ub;
+  std::memcpy(&x, &ub, 4);
   const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   float kf = x * 1.44269504088896341f + shifter;
   kf -= shifter;
@@ -120,8 +127,14 @@ void softmax_rows_fast(SoftKind kind, const float* x, float* y, int64_t rows, in
     for (int64_t r = b; r < e; ++r) {
       const float* xp = x + r * n;
       float* yp = y + r * n;
-      float m = xp[0];
-      for (int64_t j = 1; j < n; ++j) m = xp[j] > m ? xp[j] : m;
+      float mp[8];
+      for (float& v : mp) v = xp[0];
+      int64_t q = 0;
+      for (; q + 8 <= n; q += 8)
+        for (int k = 0; k < 8; ++k) mp[k] = xp[q + k] > mp[k] ? xp[q + k] : mp[k];
+      float m = mp[0];
+      for (float v : mp) m = v > m ? v : m;
+      for (; q < n; ++q) m = xp[q] > m ? xp[q] : m;
       if (std::isinf(m) || std::isnan(m)) {  // rare: let the careful code handle infinities and NaN
         softmax_ref<float>(kind, xp, yp, 1, n, 1);
         continue;
