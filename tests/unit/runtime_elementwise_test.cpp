@@ -178,6 +178,15 @@ TEST(RuntimeElementwise, IntegerDivisionAndModSignRules) {
   EXPECT_THROW(run_op("Mod", {a, zero}), Error);
 }
 
+TEST(RuntimeElementwise, IntegerOverflowWraps) {
+  Tensor a = Tensor::from_vector<int32_t>({INT32_MAX, INT32_MIN}, {2});
+  Tensor one = Tensor::from_vector<int32_t>({1, 1}, {2});
+  EXPECT_EQ(values<int32_t>(run_op("Add", {a, one})), (std::vector<int32_t>{INT32_MIN, INT32_MIN + 1}));
+  EXPECT_EQ(values<int32_t>(run_op("Neg", {a})), (std::vector<int32_t>{-INT32_MAX, INT32_MIN}));
+  Tensor u = Tensor::from_vector<uint16_t>({65535}, {1});
+  EXPECT_EQ(values<uint16_t>(run_op("Mul", {u, u}))[0], 1);
+}
+
 TEST(RuntimeElementwise, PowMixedTypes) {
   Tensor bi = Tensor::from_vector<int64_t>({2, 3, -2, 2}, {4});
   Tensor ei = Tensor::from_vector<int64_t>({62, 3, 3, -1}, {4});

@@ -91,6 +91,22 @@ KernelFactory binary_factory(MakeOp make, bool int_divisor = false) {
   };
 }
 
+// Integer +, -, * wrap like numpy: done in unsigned arithmetic of at least 32 bits, because
+// signed overflow (and uint16 * uint16 promoted to int) would be undefined.
+template <typename F>
+struct Wrapping {
+  F f;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+      using U = std::conditional_t<(sizeof(C) < 4), uint32_t, std::make_unsigned_t<C>>;
+      return static_cast<C>(f(static_cast<U>(a), static_cast<U>(b)));
+    } else {
+      return static_cast<C>(f(a, b));
+    }
+  }
+};
+
 struct DivOp {
   template <typename C>
   C operator()(C a, C b) const {
@@ -195,10 +211,8 @@ struct MinOp {
   template <typename C>
   C operator()(C a, C b) const { return b < a ? b : a; }
 };
-struct AddOp {
-  template <typename C>
-  C operator()(C a, C b) const { return static_cast<C>(a + b); }
-};
+auto plus = [](auto a, auto b) { return a + b; };
+using AddOp = Wrapping<decltype(plus)>;
 
 // Max/Min/Sum/Mean over any number of broadcast inputs, folded pairwise.
 template <typename Op>
@@ -304,10 +318,9 @@ auto fixed(Op op) {
 
 void register_elementwise_kernels(KernelRegistry& r) {
   using T = Types;
-  auto add = [](auto a, auto b) { return a + b; };
-  auto sub = [](auto a, auto b) { return a - b; };
-  auto mul = [](auto a, auto b) { return a * b; };
-  r.add("", "Add", 1, binary_factory<T::Numeric, false>(fixed(add)));
+  auto sub = Wrapping{[](auto a, auto b) { return a - b; }};
+  auto mul = Wrapping{[](auto a, auto b) { return a * b; }};
+  r.add("", "Add", 1, binary_factory<T::Numeric, false>(fixed(AddOp{plus})));
   r.add("", "Sub", 1, binary_factory<T::Numeric, false>(fixed(sub)));
   r.add("", "Mul", 1, binary_factory<T::Numeric, false>(fixed(mul)));
   r.add("", "Div", 1, binary_factory<T::Numeric, false>(fixed(DivOp{}), true));
@@ -330,8 +343,8 @@ void register_elementwise_kernels(KernelRegistry& r) {
   r.add("", "Xor", 1, binary_factory<T::Bool, false>(fixed([](bool a, bool b) { return a != b; })));
   r.add("", "Max", 1, variadic_factory(MaxOp{}));
   r.add("", "Min", 1, variadic_factory(MinOp{}));
-  r.add("", "Sum", 1, variadic_factory(AddOp{}));
-  r.add("", "Mean", 1, variadic_factory(AddOp{}, true));
+  r.add("", "Sum", 1, variadic_factory(AddOp{plus}));
+  r.add("", "Mean", 1, variadic_factory(AddOp{plus}, true));
   r.add("", "Where", 9, fast_factory(run_where));
   register_elementwise_unary_kernels(r);
   register_elementwise_cast_kernels(r);

@@ -35,11 +35,20 @@ KernelFactory predicate_factory(Op op) {
   };
 }
 
+// -x in unsigned arithmetic: the most negative integer wraps to itself instead of overflowing.
+template <typename C>
+C wrap_neg(C x) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>)
+    return static_cast<C>(0 - static_cast<std::make_unsigned_t<C>>(x));
+  else
+    return -x;
+}
+
 struct AbsOp {
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_floating_point_v<C>) return std::fabs(x);
-    else if constexpr (std::is_signed_v<C>) return static_cast<C>(x < 0 ? -x : x);
+    else if constexpr (std::is_signed_v<C>) return x < 0 ? wrap_neg(x) : x;
     else return x;
   }
 };
@@ -69,7 +78,7 @@ struct TanhOp {
 void register_elementwise_unary_kernels(KernelRegistry& r) {
   using T = Types;
   r.add("", "Abs", 1, unary_factory<T::Numeric>(fixed(AbsOp{})));
-  r.add("", "Neg", 1, unary_factory<T::Signed>(fixed([](auto x) { return -x; })));
+  r.add("", "Neg", 1, unary_factory<T::Signed>(fixed([](auto x) { return wrap_neg(x); })));
   r.add("", "Sign", 9, unary_factory<T::Numeric>(fixed(SignOp{})));
   r.add("", "Reciprocal", 1, unary_factory<T::Float>(fixed([](auto x) { return decltype(x)(1) / x; })));
   r.add("", "Sqrt", 1, unary_factory<T::Float>(fixed([](auto x) { return std::sqrt(x); })));
