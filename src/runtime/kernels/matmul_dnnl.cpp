@@ -38,15 +38,51 @@ struct DnnlMatmul {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
   std::map<Key, Prim> cache;
   std::set<Key> rejected;  // shapes oneDNN refused: go straight to the reference kernel
+  std::vector<std::shared_ptr<memory>> packed;  // the constant B in each layout made so far
   std::mutex mu;
 };
+
+namespace {
+
+memory::desc plain_b_desc(const DnnlMatmul& m, int64_t batch_b, int64_t K, int64_t N) {
+  return memory::desc({batch_b, K, N}, dt::f32, m.trans_b ? tag::acb : tag::abc);
+}
+
+// The constant B in the layout `want`, reordered once and shared by every shape that wants it.
+std::shared_ptr<memory> packed_b(DnnlMatmul& m, const memory::desc& want, int64_t K, int64_t N) {
+  for (auto& p : m.packed)
+    if (p->get_desc() == want) return p;
+  memory src(plain_b_desc(m, 1, K, N), cpu_engine(), const_cast<void*>(m.const_b.raw()));
+  auto dst = std::make_shared<memory>(want, cpu_engine());
+  dnnl::stream s(cpu_engine());
+  dnnl::reorder(src, *dst).execute(s, src, *dst);
+  s.wait();
+  m.packed.push_back(dst);
+  return dst;
+}
+
+}  // namespace
 
 std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b) {
   auto m = std::make_shared<DnnlMatmul>();
   m->trans_a = trans_a;
   m->trans_b = trans_b;
   m->alpha = alpha;
-  if (const_b && const_b->dtype() == DType::Float && const_b->rank() == 2) m->const_b = *const_b;
+  if (const_b && const_b->dtype() == DType::Float && const_b->rank() == 2 && const_b->numel() > 0) {
+    m->const_b = *const_b;
+    // Pack at session build for a typical row count; the layout depends on K and N, so later
+    // shapes usually find it ready (others pack once on first use).
+    int64_t K = const_b->dim(trans_b ? 1 : 0), N = const_b->dim(trans_b ? 0 : 1);
+    try {
+      memory::desc a_md({1, 64, K}, dt::f32, trans_a ? tag::acb : tag::abc);
+      memory::desc b_md({1, K, N}, dt::f32, tag::any);
+      memory::desc c_md({1, 64, N}, dt::f32, tag::abc);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), cpu_engine());
+      packed_b(*m, pd.weights_desc(), K, N);
+    } catch (const dnnl::error&) {
+      // Packing will be tried again per shape at run time.
+    }
+  }
   return m;
 }
 
@@ -86,18 +122,7 @@ bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M,
         return false;
       }
       DnnlMatmul::Prim p{dnnl::matmul(pd), pd.weights_desc(), nullptr};
-      if (packed) {
-        // Reuse a packing another shape already made when the layouts agree.
-        for (auto& [k, other] : m.cache)
-          if (other.packed_b && other.w_desc == p.w_desc) p.packed_b = other.packed_b;
-        if (!p.packed_b) {
-          memory src(b_plain, cpu_engine(), const_cast<void*>(m.const_b.raw()));
-          p.packed_b = std::make_shared<memory>(p.w_desc, cpu_engine());
-          dnnl::stream s(cpu_engine());
-          dnnl::reorder(src, *p.packed_b).execute(s, src, *p.packed_b);
-          s.wait();
-        }
-      }
+      if (packed) p.packed_b = packed_b(m, p.w_desc, K, N);
       it = m.cache.emplace(key, std::move(p)).first;
     }
     DnnlMatmul::Prim& p = it->second;
