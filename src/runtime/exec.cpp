@@ -1,11 +1,43 @@
 #include "runtime/exec.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <mutex>
 #include <set>
 
 namespace t2o {
 
 namespace {
+
+// T2O_PROFILE=1: time per op type, printed to stderr at exit. For finding slow kernels.
+struct OpProfile {
+  std::mutex mu;
+  std::map<std::string, std::pair<double, int64_t>> ms;
+  ~OpProfile() {
+    if (ms.empty()) return;
+    std::vector<std::pair<double, std::string>> v;
+    double total = 0;
+    for (auto& [op, t] : ms) {
+      v.push_back({t.first, op});
+      total += t.first;
+    }
+    std::sort(v.rbegin(), v.rend());
+    std::fprintf(stderr, "op profile (total %.1f ms):\n", total);
+    for (auto& [t, op] : v)
+      std::fprintf(stderr, "  %-28s %10.2f ms %5.1f%%  %lld calls\n", op.c_str(), t, 100 * t / total,
+                   static_cast<long long>(ms[op].second));
+  }
+};
+OpProfile* op_profile() {
+  static OpProfile* p = std::getenv("T2O_PROFILE") ? new OpProfile : nullptr;
+  static struct Flush {
+    ~Flush() { delete p; }
+  } flush;
+  return p;
+}
 
 std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 
@@ -262,7 +294,17 @@ std::vector<RValue> GraphExec::run_graph(const std::vector<RValue>& inputs, cons
     NodeContext ctx(st, values, constants_, is_const_, *this, outer, oit == opsets_.end() ? 0 : oit->second,
                     opts_.threads);
     try {
-      st.kernel->run(ctx);
+      if (OpProfile* prof = op_profile()) {
+        auto t0 = std::chrono::steady_clock::now();
+        st.kernel->run(ctx);
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        std::lock_guard<std::mutex> lock(prof->mu);
+        auto& e = prof->ms[st.node->op_type];
+        e.first += ms;
+        ++e.second;
+      } else {
+        st.kernel->run(ctx);
+      }
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
