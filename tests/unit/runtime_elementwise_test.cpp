@@ -237,6 +237,12 @@ TEST(RuntimeElementwise, CastStringsLikeNumpy) {
   EXPECT_EQ(hs.strings()[1], "300.0");
 }
 
+TEST(RuntimeElementwise, EqualStrings) {
+  Tensor a = Tensor::from_strings({"a", "b", "c"}, {3});
+  Tensor b = Tensor::from_strings({"b"}, {1});
+  EXPECT_EQ(values<bool>(run_op("Equal", {a, b}, {}, at_opset(19))), (std::vector<bool>{false, true, false}));
+}
+
 TEST(RuntimeElementwise, CastNumericSaturatesAndBools) {
   Tensor f = Tensor::from_vector<float>({300.0f, -1.0f, NAN, 2.7f}, {4});
   EXPECT_EQ(values<uint8_t>(run_op("Cast", {f}, {Attribute::make_int("to", 2)})), (std::vector<uint8_t>{255, 0, 0, 2}));

@@ -79,6 +79,20 @@ void run_binary(KernelContext& ctx, const Op& op, bool fast, bool int_divisor, i
   });
 }
 
+// Equal also compares strings (opset 19).
+void run_equal_strings(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  check_same_types(ctx, a, b);
+  Dims od = broadcast_dims(ctx, a.dims(), b.dims());
+  Tensor& out = ctx.allocate_output(0, DType::Bool, od);
+  const std::string* pa = a.strings();
+  const std::string* pb = b.strings();
+  bool* po = out.data<bool>();
+  std::vector<Dims> s = {broadcast_strides(a.dims(), od), broadcast_strides(b.dims(), od)};
+  for_each_broadcast(od, s, [&](int64_t i, const int64_t* off) { po[i] = pa[off[0]] == pb[off[1]]; });
+}
+
 template <Types ts, bool to_bool, typename MakeOp>
 KernelFactory binary_factory(MakeOp make, bool int_divisor = false) {
   return [make, int_divisor](const KernelInfo& info) {
@@ -333,7 +347,13 @@ void register_elementwise_kernels(KernelRegistry& r) {
   r.add("", "BitShift", 11, binary_factory<T::Unsigned, false>([](const Node& n) {
           return BitShiftOp{n.attr_string("direction", "LEFT") == "LEFT"};
         }));
-  r.add("", "Equal", 1, binary_factory<T::All, true>(fixed([](auto a, auto b) { return a == b; })));
+  r.add("", "Equal", 1, [](const KernelInfo& info) {
+    auto numeric = binary_factory<T::All, true>(fixed([](auto a, auto b) { return a == b; }))(info);
+    return std::make_unique<FnKernel>([k = std::shared_ptr<OpKernel>(std::move(numeric))](KernelContext& ctx) {
+      if (ctx.input(0).dtype() == DType::String) run_equal_strings(ctx);
+      else k->run(ctx);
+    });
+  });
   r.add("", "Greater", 1, binary_factory<T::Numeric, true>(fixed([](auto a, auto b) { return a > b; })));
   r.add("", "Less", 1, binary_factory<T::Numeric, true>(fixed([](auto a, auto b) { return a < b; })));
   r.add("", "GreaterOrEqual", 12, binary_factory<T::Numeric, true>(fixed([](auto a, auto b) { return a >= b; })));
