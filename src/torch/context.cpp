@@ -308,6 +308,7 @@ const std::unordered_map<std::string, OpEntry>& op_table() {
     register_creation_ops(t);
     register_resize_ops(t);
     register_rnn_ops(t);
+    register_attention_ops(t);
     return t;
   }();
   return table;

@@ -68,6 +68,7 @@ class Ctx {
   // Value map.
   bool has(const TValue* v) const { return vals_.count(v) != 0; }
   const TV& get(const TValue* v) const;
+  const std::unordered_map<const TValue*, TV>& values() const { return vals_; }  // for verify's links
   TV& get_mut(const TValue* v) { return vals_.at(v); }
   void set(const TValue* v, TV tv);  // fills dtype/shape from the profile when missing
   const Observed* observed(const TValue* v) const { return prof_.get(v); }

@@ -297,6 +297,16 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     model.graph.outputs.push_back({name, Type::tensor(dt, shape), {}});
   }
   model.doc_string = "converted from " + pt_path;
+  // Top-level values only: values inside If/Loop bodies live in ONNX subgraphs.
+  auto link = [&](const TValue* v, std::string kind, std::string src) {
+    auto it = ctx.values().find(v);
+    if (it == ctx.values().end() || it->second.kind != TV::Kind::Tensor || it->second.name.empty()) return;
+    std::string name = renamed.count(it->second.name) ? renamed[it->second.name] : it->second.name;
+    result.links.push_back({name, v->debugName(), std::move(kind), std::move(src)});
+  };
+  for (const TValue* v : g.inputs()) link(v, "input", "");
+  for (const TNode* n : g.nodes())
+    for (const TValue* v : n->outputs()) link(v, n->kind().toQualString(), Ctx::source_of(n));
   return result;
 }
 

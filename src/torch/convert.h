@@ -31,9 +31,19 @@ struct ConvertOptions {
   std::function<void(const std::string&)> warn;  // called for each warning as it happens
 };
 
+// An ONNX value of the top-level graph that holds the same tensor as a TorchScript value; lets
+// `verify --locate` compare intermediate values and name the aten op and source line.
+struct ValueLink {
+  std::string onnx_name;
+  std::string torch_value;  // debugName() in the prepared graph (see frontend.h)
+  std::string aten_kind;    // kind of the producing node, e.g. "aten::conv2d"; "input" for graph inputs
+  std::string source;       // "model.py:42", may be empty
+};
+
 struct ConvertResult {
   Model model;
   std::vector<std::string> warnings;
+  std::vector<ValueLink> links;
 };
 
 // Throws t2o::Error: exit code 3 (kExitUnsupported) for ops or opsets we cannot convert, 4

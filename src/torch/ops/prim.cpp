@@ -139,6 +139,8 @@ void prim_dtype(Ctx& c, const TNode* n) {
 void prim_device(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(c10::Device(c10::kCPU))); }
 
 void false_const(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(false)); }
+// The profiling run has grad mode on, so branches taken under it are the ones with known types.
+void true_const(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(true)); }
 
 void is_floating_point(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(dtype_is_float(c.dtype(n, 0)))); }
 
@@ -211,7 +213,7 @@ void register_prim_ops(OpTable& t) {
   t["prim::is_quantized"] = {false_const};
   t["prim::requires_grad"] = {false_const};
   t["aten::is_autocast_cpu_enabled"] = {false_const};
-  t["aten::is_grad_enabled"] = {false_const};
+  t["aten::is_grad_enabled"] = {true_const};
   t["aten::to"] = {to};
   t["aten::type_as"] = {to};
   t["aten::float"] = {to};

@@ -134,6 +134,20 @@ void logsumexp(Ctx& c, const TNode* n) {
 
 // aten::all/any: through int32, since ONNX reductions do not take bool.
 void all_any(Ctx& c, const TNode* n, bool all) {
+  if (is_list_value(n, 0)) {  // all(list of bools)
+    const TV& l = c.in(n, 0);
+    if (l.kind != TV::Kind::List) throw UnsupportedError("aten::all/any on an unknown list");
+    bool acc = all;
+    std::vector<std::string> dyn;
+    for (const TV& e : l.items) {
+      if (e.is_const()) acc = all ? (acc && e.c.toBool()) : (acc || e.c.toBool());
+      else dyn.push_back(c.tensor_as(e, DType::Bool));
+    }
+    if (dyn.empty() || acc != all) return c.set(n->output(), TV::constant(acc));
+    std::string r = dyn[0];
+    for (size_t i = 1; i < dyn.size(); ++i) r = c.b.op1(all ? "And" : "Or", {r, dyn[i]});
+    return c.out(n, r);
+  }
   int r = c.rank(n, 0);
   std::string x = c.b.cast(c.t_as(n, 0, DType::Bool), DType::Int32);
   std::vector<int64_t> axes;
