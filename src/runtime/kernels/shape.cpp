@@ -72,7 +72,7 @@ void squeeze(KernelContext& ctx) {
   std::vector<bool> drop(static_cast<size_t>(r), false);
   if (axes) {
     for (int64_t a : *axes) {
-      int64_t k = norm_axis(ctx, a, r);
+      int64_t k = axis_of(ctx, a, r);
       if (x.dims()[static_cast<size_t>(k)] != 1)
         ctx.fail("cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(x.dims()[static_cast<size_t>(k)]));
       drop[static_cast<size_t>(k)] = true;

@@ -34,7 +34,7 @@ class Slice : public OpKernel {
     Dims st(r, 0), sp(r, 1), od = x.dims();
     std::vector<bool> seen(r, false);
     for (size_t i = 0; i < m; ++i) {
-      size_t a = static_cast<size_t>(norm_axis(ctx, axes[i], static_cast<int64_t>(r)));
+      size_t a = static_cast<size_t>(axis_of(ctx, axes[i], static_cast<int64_t>(r)));
       if (seen[a]) ctx.fail("axes repeat axis " + std::to_string(axes[i]));
       seen[a] = true;
       int64_t dim = x.dims()[a], step = steps[i], s = starts[i], e = ends[i];
@@ -130,7 +130,7 @@ void pad(KernelContext& ctx) {
   if (pads.size() != 2 * na) ctx.fail("pads has " + std::to_string(pads.size()) + " entries, expected " + std::to_string(2 * na));
   Dims pb(static_cast<size_t>(r), 0), pe(static_cast<size_t>(r), 0), od = x.dims();
   for (size_t i = 0; i < na; ++i) {
-    size_t a = static_cast<size_t>(norm_axis(ctx, axes[i], r));
+    size_t a = static_cast<size_t>(axis_of(ctx, axes[i], r));
     pb[a] = pads[i];
     pe[a] = pads[i + na];
   }

@@ -64,6 +64,12 @@ inline void copy_elems(const Tensor& src, int64_t so, Tensor& dst, int64_t d0, i
               static_cast<const char*>(src.raw()) + static_cast<size_t>(so) * es, static_cast<size_t>(n) * es);
 }
 
+// norm_axis that also rejects any axis of a scalar (norm_axis accepts 0 there).
+inline int64_t axis_of(const KernelContext& ctx, int64_t axis, int64_t rank) {
+  if (rank == 0) ctx.fail("axis " + std::to_string(axis) + " given for a scalar input");
+  return norm_axis(ctx, axis, rank);
+}
+
 inline int64_t prod(const Dims& d, size_t b, size_t e) {
   int64_t p = 1;
   for (size_t i = b; i < e && i < d.size(); ++i) p *= d[i];
