@@ -48,22 +48,26 @@ std::vector<float> scales(const KernelContext& ctx, int idx, int64_t len, const 
 // int32 accumulation of (a - azp[m]) * (b - bzp[n]) over the broadcast batch.
 void int_matmul(const MatmulShape& s, const Tensor& A, const Tensor& B, const std::vector<int32_t>& azp,
                 const std::vector<int32_t>& bzp, int32_t* y) {
-  const uint8_t* ap = static_cast<const uint8_t*>(A.raw());
-  const uint8_t* bp = static_cast<const uint8_t*>(B.raw());
-  bool as = A.dtype() == DType::Int8, bs = B.dtype() == DType::Int8;
-  auto av = [&](int64_t i) { return as ? static_cast<int32_t>(static_cast<int8_t>(ap[i])) : static_cast<int32_t>(ap[i]); };
-  auto bv = [&](int64_t i) { return bs ? static_cast<int32_t>(static_cast<int8_t>(bp[i])) : static_cast<int32_t>(bp[i]); };
+  // Widen once with the zero points taken off, so the inner loop is a plain int32 axpy.
+  auto widen = [](const Tensor& t) {
+    std::vector<int32_t> v(static_cast<size_t>(t.numel()));
+    if (t.dtype() == DType::Int8) std::copy(t.data<int8_t>(), t.data<int8_t>() + t.numel(), v.begin());
+    else std::copy(t.data<uint8_t>(), t.data<uint8_t>() + t.numel(), v.begin());
+    return v;
+  };
+  std::vector<int32_t> a = widen(A), b = widen(B);
+  for (size_t i = 0; i < b.size(); ++i) b[i] -= bzp[i % static_cast<size_t>(s.N)];
   int64_t idx = 0;
-  std::vector<int32_t> row(static_cast<size_t>(s.N));
   auto one = [&](int64_t ao, int64_t bo) {
     int32_t* yp = y + idx++ * s.M * s.N;
     for (int64_t m = 0; m < s.M; ++m) {
-      std::fill(row.begin(), row.end(), 0);
+      int32_t* row = yp + m * s.N;
+      std::fill(row, row + s.N, 0);
       for (int64_t k = 0; k < s.K; ++k) {
-        int32_t a = av(ao + m * s.K + k) - azp[static_cast<size_t>(m)];
-        for (int64_t n = 0; n < s.N; ++n) row[static_cast<size_t>(n)] += a * (bv(bo + k * s.N + n) - bzp[static_cast<size_t>(n)]);
+        int32_t av = a[static_cast<size_t>(ao + m * s.K + k)] - azp[static_cast<size_t>(m)];
+        const int32_t* bp = b.data() + bo + k * s.N;
+        for (int64_t n = 0; n < s.N; ++n) row[n] += av * bp[n];
       }
-      std::copy(row.begin(), row.end(), yp + m * s.N);
     }
   };
   if (s.batch.empty()) one(0, 0);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "runtime/kernels/util.h"
 
@@ -10,11 +11,10 @@ namespace t2o {
 namespace kern {
 namespace {
 
-// For element i of x (dims), the index into a per-axis parameter of length dims[axis] (0 if scalar).
+// x viewed as (outer, len, inner) around the quantization axis; len is 1 for a per-tensor scale.
 struct AxisIndex {
   int64_t inner = 1, len = 1;
   bool per_axis = false;
-  int64_t at(int64_t i) const { return per_axis ? (i / inner) % len : 0; }
 };
 
 AxisIndex axis_index(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor* zp) {
@@ -43,17 +43,39 @@ void quantize_linear(KernelContext& ctx) {
   if (!dtype_is_float(X.dtype()) && X.dtype() != DType::Int32) ctx.fail("x must be float or int32");
   AxisIndex ai = axis_index(ctx, X, S, Z);
   Tensor& Y = ctx.allocate_output(0, yt, X.dims());
-  double lo = yt == DType::UInt8 ? 0 : -128, hi = yt == DType::UInt8 ? 255 : 127;
-  uint8_t* yp = static_cast<uint8_t*>(Y.raw());
-  for (int64_t i = 0; i < X.numel(); ++i) {
-    int64_t k = ai.at(i);
-    float s = static_cast<float>(S.as_double(k));
-    double zp = Z ? static_cast<double>(Z->as_int(k)) : 0.0;
-    // Division in float as the spec computes it, then round half to even.
-    double q = std::nearbyint(static_cast<double>(static_cast<float>(X.as_double(i)) / s)) + zp;
-    q = std::min(std::max(q, lo), hi);
-    yp[i] = yt == DType::UInt8 ? static_cast<uint8_t>(q) : static_cast<uint8_t>(static_cast<int8_t>(q));
+  int64_t len = ai.per_axis ? ai.len : 1, inner = ai.per_axis ? ai.inner : X.numel();
+  int64_t outer = len * inner > 0 ? X.numel() / (len * inner) : 0;
+  std::vector<float> sc(static_cast<size_t>(len));
+  std::vector<float> zp(static_cast<size_t>(len), 0.0f);
+  for (int64_t k = 0; k < len; ++k) {
+    sc[static_cast<size_t>(k)] = static_cast<float>(S.as_double(k));
+    if (Z) zp[static_cast<size_t>(k)] = static_cast<float>(Z->as_int(k));
   }
+  float lo = yt == DType::UInt8 ? 0.0f : -128.0f, hi = yt == DType::UInt8 ? 255.0f : 127.0f;
+  auto loop = [&](auto xv, auto yv) {
+    using XT = decltype(xv);
+    using YT = decltype(yv);
+    const XT* x = X.data<XT>();
+    YT* y = static_cast<YT*>(Y.raw());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < len; ++k) {
+        float s = sc[static_cast<size_t>(k)], z = zp[static_cast<size_t>(k)];
+        int64_t base = (o * len + k) * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          // Divide in float as the spec does, round half to even, then saturate.
+          float q = std::nearbyint(static_cast<float>(x[base + i]) / s) + z;
+          y[base + i] = static_cast<YT>(std::min(std::max(q, lo), hi));
+        }
+      }
+  };
+  dispatch_dtype(X.dtype(), [&](auto xv) {
+    using XT = decltype(xv);
+    if constexpr (std::is_floating_point_v<XT> || std::is_same_v<XT, Half> || std::is_same_v<XT, BFloat16> ||
+                  std::is_same_v<XT, int32_t>) {
+      if (yt == DType::UInt8) loop(xv, uint8_t{});
+      else loop(xv, int8_t{});
+    }
+  });
 }
 
 void dequantize_linear(KernelContext& ctx) {
@@ -66,16 +88,32 @@ void dequantize_linear(KernelContext& ctx) {
   if (!dtype_is_float(S.dtype())) ctx.fail("scale must be floating point");
   AxisIndex ai = axis_index(ctx, X, S, Z);
   Tensor& Y = ctx.allocate_output(0, S.dtype(), X.dims());
+  int64_t len = ai.per_axis ? ai.len : 1, inner = ai.per_axis ? ai.inner : X.numel();
+  int64_t outer = len * inner > 0 ? X.numel() / (len * inner) : 0;
+  std::vector<float> sc(static_cast<size_t>(len));
+  std::vector<int32_t> zp(static_cast<size_t>(len), 0);
+  for (int64_t k = 0; k < len; ++k) {
+    sc[static_cast<size_t>(k)] = static_cast<float>(S.as_double(k));
+    if (Z) zp[static_cast<size_t>(k)] = static_cast<int32_t>(Z->as_int(k));
+  }
   dispatch_dtype(S.dtype(), [&](auto t) {
     using T = decltype(t);
     if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      T* y = Y.data<T>();
-      for (int64_t i = 0; i < X.numel(); ++i) {
-        int64_t k = ai.at(i);
-        int64_t zp = Z ? Z->as_int(k) : 0;
-        float s = static_cast<float>(S.as_double(k));
-        y[i] = static_cast<T>(static_cast<float>(X.as_int(i) - zp) * s);
-      }
+      dispatch_dtype(X.dtype(), [&](auto xv) {
+        using XT = decltype(xv);
+        if constexpr (std::is_same_v<XT, uint8_t> || std::is_same_v<XT, int8_t> || std::is_same_v<XT, int32_t>) {
+          const XT* x = X.data<XT>();
+          T* y = Y.data<T>();
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t k = 0; k < len; ++k) {
+              float s = sc[static_cast<size_t>(k)];
+              int32_t z = zp[static_cast<size_t>(k)];
+              int64_t base = (o * len + k) * inner;
+              for (int64_t i = 0; i < inner; ++i)
+                y[base + i] = static_cast<T>(static_cast<float>(static_cast<int32_t>(x[base + i]) - z) * s);
+            }
+        }
+      });
     }
   });
 }
