@@ -7,6 +7,9 @@
 
 #include "cli/commands.h"
 #include "onnx/model_io.h"
+#ifdef T2O_WITH_TORCH
+#include "torch/inspect_torch.h"
+#endif
 
 namespace t2o::cli {
 
@@ -105,6 +108,76 @@ int inspect_onnx(const std::string& path, bool json) {
   return 0;
 }
 
+#ifdef T2O_WITH_TORCH
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+// TorchScript .pt and torch.save files (both are zip archives).
+int inspect_torch(const std::string& path, bool json) {
+  TorchFileReport r = inspect_torch_file(path);
+  using K = SavedFile::Kind;
+  const char* kinds[] = {"torchscript", "state_dict", "pickled_module", "unknown"};
+  int64_t values = 0;
+  for (const auto& t : r.tensors) values += t.numel;
+  std::string sn;
+  for (const auto& l : r.spectral_norm_layers) sn += (sn.empty() ? "" : ", ") + l;
+  if (json) {
+    nlohmann::json j;
+    j["file"] = path;
+    j["format"] = kinds[static_cast<int>(r.file.kind)];
+    if (!r.file.main_class.empty()) j["class"] = r.file.main_class;
+    j["tensors"] = nlohmann::json::array();
+    for (const auto& t : r.tensors) j["tensors"].push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
+    j["values"] = values;
+    j["spectral_norm_layers"] = r.spectral_norm_layers;
+    j["training_modules"] = r.training_modules;
+    j["forward_args"] = r.forward_args;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::string out;
+  switch (r.file.kind) {
+    case K::TorchScript:
+      out += fmt::format("{}: TorchScript model ({} tensors, {} values)\n", path, r.tensors.size(), values);
+      if (!r.forward_args.empty()) {
+        out += "forward arguments:\n";
+        for (const auto& a : r.forward_args) out += "  " + a + "\n";
+      }
+      if (!r.training_modules.empty())
+        out += fmt::format("saved in train() mode: {} submodule(s) ({}{}); convert exports eval (inference) "
+                           "semantics\n", r.training_modules.size(), r.training_modules[0],
+                           r.training_modules.size() > 1 ? ", ..." : "");
+      break;
+    case K::StateDict:
+      out += fmt::format("{}: state_dict (torch.save(model.state_dict())): {} tensors, {} values\n", path,
+                         r.tensors.size(), values);
+      out += "  A state_dict holds weights only, no architecture: it cannot be converted by itself.\n"
+             "  Load it into a TorchScript model of the same architecture:\n"
+             "    torch2onnx convert ARCH.pt --weights " + path + " -o model.onnx --input ...\n";
+      break;
+    case K::PickledModule:
+      out += fmt::format("{}: pickled Python module (torch.save(model)) of class {}\n", path, r.file.main_class);
+      out += "  It references the Python class by name, so only Python with that class can load it.\n"
+             "  Way out: in Python, torch.jit.script(model).save('model.pt') (or torch.jit.trace), or\n"
+             "  torch.save(model.state_dict(), 'weights.pth') and convert a TorchScript ARCH.pt --weights weights.pth\n";
+      break;
+    case K::Unknown: out += fmt::format("{}: zip archive, but not a PyTorch file torch2onnx knows\n", path); break;
+  }
+  if (!sn.empty())
+    out += fmt::format("spectral norm: layers {} carry spectral-norm parametrizations (weight_orig/weight_u/weight_v);\n"
+                       "  conversion folds them into one plain weight per layer\n", sn);
+  if (!r.tensors.empty()) {
+    out += "tensors:\n";
+    for (const auto& t : r.tensors) out += fmt::format("  {:<40} {:<5} {}\n", t.name, t.dtype, shape_text(t.shape));
+  }
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+#endif
+
 }  // namespace
 
 Runner add_inspect(CLI::App& app) {
@@ -112,12 +185,22 @@ Runner add_inspect(CLI::App& app) {
   cmd->footer(
       "Shows producer, IR version, opsets, inputs and outputs with types and symbolic dims, parameter\n"
       "count and bytes, and a histogram of ops (subgraphs included).\n"
-      "Examples:\n  torch2onnx inspect model.onnx\n  torch2onnx inspect model.onnx --json");
+      "PyTorch files: a TorchScript .pt lists its tensors, forward() arguments and train-mode submodules;\n"
+      "a torch.save(state_dict) file lists its tensors; a torch.save(model) file names its Python class.\n"
+      "Spectral-norm layers (weight_orig/weight_u/weight_v) are pointed out.\n"
+      "Examples:\n  torch2onnx inspect model.onnx\n  torch2onnx inspect model.onnx --json\n"
+      "  torch2onnx inspect weights.pth");
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("FILE", *path, "the .onnx model to describe")->required();
+  cmd->add_option("FILE", *path, "an .onnx model, a TorchScript .pt, or a torch.save file (.pth state_dict)")->required();
   cmd->add_flag("--json", *json, "print the description as JSON");
-  return [path, json] { return inspect_onnx(*path, *json); };
+  return [path, json] {
+#ifdef T2O_WITH_TORCH
+    // ONNX files are protobuf; TorchScript and torch.save files are zip archives.
+    if (is_zip_file(*path)) return inspect_torch(*path, *json);
+#endif
+    return inspect_onnx(*path, *json);
+  };
 }
 
 }  // namespace t2o::cli

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "onnx/model_io.h"
 #include "onnx/tensor_io.h"
+#include "runtime/plugin.h"
 #include "runtime/session.h"
 
 namespace fs = std::filesystem;
@@ -21,6 +22,7 @@ struct RunArgs {
   int threads = 0;
   bool reference = false;
   bool quiet = false;
+  std::vector<std::string> plugins;
 };
 
 std::string pb_hint(const Type& t) {
@@ -57,6 +59,7 @@ int run_model(const RunArgs& a) {
   SessionOptions so;
   so.threads = a.threads;
   so.fast_paths = !a.reference;
+  for (const auto& p : a.plugins) load_plugin(p);
   Session s = Session::from_file(a.model, so);
   std::map<std::string, RValue> feeds;
   auto find_vi = [&](const std::string& name) -> const ValueInfo* {
@@ -131,6 +134,7 @@ Runner add_run(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "threads to use (default: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--reference", a->reference, "use the plain reference kernels only (no fast paths)");
   cmd->add_flag("--quiet", a->quiet, "do not list the outputs");
+  cmd->add_option("--plugin", a->plugins, "shared library with kernels for custom ops (runtime/plugin_abi.h), repeatable");
   return [a] { return run_model(*a); };
 }
 

@@ -10,6 +10,7 @@ using Runner = std::function<int()>;
 Runner add_inspect(CLI::App& app);
 Runner add_check(CLI::App& app);
 Runner add_run(CLI::App& app);
+Runner add_convert_version(CLI::App& app);
 
 // Prints "error: ..." and an optional "hint: ..." line to stderr.
 void print_error(const std::string& msg, const std::string& hint = {});

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   add(add_inspect);
   add(add_check);
   add(add_run);
+  add(add_convert_version);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

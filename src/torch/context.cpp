@@ -1,3 +1,4 @@
+#include "torch/custom_op.h"
 #include "torch/context.h"
 
 #include <cstring>
@@ -264,6 +265,16 @@ void Ctx::convert_node(TNode* n) {
   }
   std::string src = source_of(n);
   if (it == table.end()) {
+    if (const Converter* custom = custom_op_converter(kind)) {  // --custom-op
+      b.set_origin(src, kind);
+      try {
+        (*custom)(*this, n);
+        return;
+      } catch (const UnsupportedError& e) {
+        unsupported[kind + " (" + e.what() + ")"].push_back(src);
+        return poison();
+      }
+    }
     unsupported[kind].push_back(src);
     return poison();
   }
@@ -308,6 +319,7 @@ const std::unordered_map<std::string, OpEntry>& op_table() {
     register_creation_ops(t);
     register_resize_ops(t);
     register_rnn_ops(t);
+    register_cell_ops(t);
     register_attention_ops(t);
     return t;
   }();

@@ -4,6 +4,8 @@
 #include <set>
 
 #include "torch/context.h"
+#include "torch/custom_op.h"
+#include "torch/pitfalls.h"
 #include "torch/frontend.h"
 #include "torch/profile.h"
 
@@ -194,7 +196,9 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     result.warnings.push_back(w);
     if (opts.warn) opts.warn(w);
   };
-  PreparedGraph prep = load_and_prepare(pt_path, warn);
+  register_custom_ops(opts.custom_ops, opts.plugins, opts.warn);
+  install_cpu_fallbacks();
+  PreparedGraph prep = load_and_prepare(pt_path, warn, opts.weights);
   auto& g = *prep.graph;
 
   // Example inputs for the profiling runs: one at the given sizes, one with dynamic axes moved.
@@ -241,6 +245,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   ctx.warn = warn;
   bind_inputs(g, run1, flat, opts, ctx, model.graph);
   ctx.convert_block(g.block());
+  add_custom_domains(model);
 
   if (!ctx.unsupported.empty() || !ctx.opset_errors.empty()) {
     std::string msg, hint;

@@ -29,6 +29,9 @@ struct ConvertOptions {
   std::vector<DynamicSpec> dynamic;
   std::vector<std::string> output_names;
   std::function<void(const std::string&)> warn;  // called for each warning as it happens
+  std::string weights;                  // --weights: a torch.save(state_dict) file loaded strictly
+  std::vector<std::string> custom_ops;  // --custom-op 'SCHEMA=DOMAIN::OP' (torch/custom_op.h)
+  std::vector<std::string> plugins;     // runtime plugins that can run custom ops while learning shapes
 };
 
 // An ONNX value of the top-level graph that holds the same tensor as a TorchScript value; lets

@@ -7,26 +7,30 @@
 #include <torch/csrc/jit/passes/lower_tuples.h>
 #include <torch/csrc/jit/passes/peephole.h>
 #include <torch/csrc/jit/passes/remove_dropout.h>
-#include <torch/csrc/jit/passes/remove_exceptions.h>
 #include <torch/csrc/jit/passes/remove_mutation.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include "ir/error.h"
+#include "torch/pitfalls.h"
+#include "torch/weights.h"
 
 namespace t2o {
 
 namespace tj = torch::jit;
 
-PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn) {
+PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn,
+                               const std::string& weights) {
   tj::Module module;
   try {
     module = tj::load(path, torch::kCPU);
   } catch (const c10::Error& e) {
     std::string msg = e.what_without_backtrace();
     msg = msg.substr(0, msg.find('\n'));
+    explain_non_torchscript(path);  // torch.save files get a message saying what they are
     throw InputError("cannot load TorchScript file '" + path + "': " + msg,
                      "save the model with torch.jit.script(m).save(path) or torch.jit.trace(m, x).save(path)");
   }
+  if (!weights.empty()) load_weights(module, weights, warn);
   // Models saved mid-training convert in eval mode; say which submodules that changes.
   std::vector<std::string> training;
   for (const auto& m : module.named_modules())
@@ -57,12 +61,14 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
   tj::Inline(*g);
   if (!g->inputs().empty() && !g->inputs()[0]->hasUses()) g->eraseInput(0);
   tj::removeDropout(g);
-  tj::EliminateExceptions(g);
+  // Not EliminateExceptions: it loops forever on some graphs; the If converter drops raising
+  // branches instead.
   tj::RemoveListMutation(g);
   tj::RemoveTensorMutation(g);
   // Not LowerAllTuples: it corrupts graphs like torchvision's ViT; tuple inputs and outputs are
   // flattened by the converter instead.
   tj::LowerSimpleTuples(g);
+  normalize_devices(*g);  // GPU-scripted code: torch.device("cuda") -> cpu
   tj::ConstantPropagation(g);
   tj::PeepholeOptimize(g);
   tj::EliminateDeadCode(g);

@@ -17,6 +17,8 @@ struct PreparedGraph {
 };
 
 // Throws InputError for files libtorch cannot load. Warnings go to `warn`.
-PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn);
+// `weights`: a state_dict file loaded into the module (strictly) before freezing.
+PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn,
+                               const std::string& weights = {});
 
 }  // namespace t2o
