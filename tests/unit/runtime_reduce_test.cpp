@@ -215,6 +215,36 @@ TEST(RuntimeReduce, LossesAndQuantization) {
   EXPECT_TRUE(ya.equals(Tensor::from_vector<int8_t>({0, 2, 2, -128, 127, 2}, {2, 3})));
   std::vector<In> qbad{{"x", f}, {"s", Tensor::from_vector<float>({1, 2, 3, 4}, {4})}};
   EXPECT_THROW(run(one_node("QuantizeLinear", qbad), qbad, true), Error);
+  std::vector<In> dq{{"x", Tensor::from_vector<int8_t>({-3, 0, 5}, {3})}, {"s", Tensor::from_vector<float>({0.5f}, {})},
+                     {"z", Tensor::from_vector<int8_t>({1}, {})}};
+  expect_close(Tensor::from_vector<float>({-2, -0.5f, 2}, {3}), run(one_node("DequantizeLinear", dq), dq, true)[0]);
+  std::vector<In> dqbad{{"x", Tensor::from_vector<int8_t>({-3, 0, 5}, {3})}, {"s", Tensor::from_vector<float>({0.5f}, {})},
+                        {"z", Tensor::from_vector<uint8_t>({1}, {})}};
+  EXPECT_THROW(run(one_node("DequantizeLinear", dqbad), dqbad, true), Error);
+}
+
+TEST(RuntimeReduce, WrongTypesAndShapesThrow) {
+  std::vector<In> xi{{"x", Tensor::from_vector<int32_t>({1, 2}, {2})}};
+  EXPECT_THROW(run(one_node("Softmax", xi), xi, true), Error);
+  EXPECT_THROW(run(one_node("InstanceNormalization", {{"x", xi[0].value}, {"s", xi[0].value}, {"b", xi[0].value}}),
+                   {{"x", xi[0].value}, {"s", xi[0].value}, {"b", xi[0].value}}, true),
+               Error);
+  std::mt19937 rng(2);
+  Tensor x = random_tensor(rng, {2, 3, 4});
+  std::vector<In> bn{{"x", x}, {"s", random_tensor(rng, {2})}, {"b", random_tensor(rng, {3})}, {"m", random_tensor(rng, {3})},
+                     {"v", random_tensor(rng, {3})}};
+  EXPECT_THROW(run(one_node("BatchNormalization", bn), bn, true), Error);
+  std::vector<In> bn1{{"x", random_tensor(rng, {3})}, {"s", random_tensor(rng, {3})}, {"b", random_tensor(rng, {3})},
+                      {"m", random_tensor(rng, {3})}, {"v", random_tensor(rng, {3})}};
+  EXPECT_THROW(run(one_node("BatchNormalization", bn1), bn1, true), Error);
+  std::vector<In> nll{{"x", x}, {"t", Tensor::from_vector<int64_t>({0, 1}, {2})}};
+  EXPECT_THROW(run(one_node("NegativeLogLikelihoodLoss", nll), nll, true), Error);
+  std::vector<In> sce{{"x", x}, {"t", Tensor::from_vector<int64_t>({0, 1, 2, 1, 1, 1, 1, 5}, {2, 4})}};
+  EXPECT_THROW(run(one_node("SoftmaxCrossEntropyLoss", sce), sce, true), Error);
+  std::vector<In> red{{"x", x}, {"axes", Tensor::from_vector<int64_t>({0, 7}, {2})}};
+  EXPECT_THROW(run(one_node("ReduceSum", red), red, true), Error);
+  std::vector<In> ln{{"x", x}, {"s", random_tensor(rng, {4})}};
+  EXPECT_THROW(run(one_node("LayerNormalization", ln, {Attribute::make_int("axis", 3)}), ln, true), Error);
 }
 
 }  // namespace

@@ -104,6 +104,9 @@ bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M,
     memory::desc c_md(cd, dt::f32, tag::abc);
     memory::desc bias_md({1, 1, N}, dt::f32, tag::abc);
     if (it == m.cache.end()) {
+      // Inputs with ever-changing shapes must not grow the cache without bound; the packed
+      // weights live on in m.packed.
+      if (m.cache.size() >= 64) m.cache.clear();
       bool packed = !b;
       memory::desc b_md = packed ? memory::desc(bd, dt::f32, tag::any) : b_plain;
       dnnl::primitive_attr attr;
