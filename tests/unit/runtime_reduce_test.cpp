@@ -223,6 +223,23 @@ TEST(RuntimeReduce, LossesAndQuantization) {
   EXPECT_THROW(run(one_node("DequantizeLinear", dqbad), dqbad, true), Error);
 }
 
+TEST(RuntimeReduce, GroupNormMatchesInstanceNormWithOneChannelPerGroup) {
+  std::mt19937 rng(4);
+  Tensor x = random_tensor(rng, {2, 4, 3, 5});
+  Tensor s = random_tensor(rng, {4}), b = random_tensor(rng, {4});
+  std::vector<In> gi{{"x", x}, {"s", s}, {"b", b}};
+  auto inst = run(one_node("InstanceNormalization", gi), gi, true)[0];
+  auto grp = run(one_node("GroupNormalization", gi, {Attribute::make_int("num_groups", 4)}, 1, 18), gi, true)[0];
+  expect_close(inst, grp);
+  EXPECT_THROW(run(one_node("GroupNormalization", gi, {Attribute::make_int("num_groups", 3)}, 1, 18), gi, true), Error);
+  // Two groups with per-group scale 1 and bias 0: each half of the channels is standardized.
+  std::vector<In> g2{{"x", x}, {"s", Tensor::from_vector<float>({1, 1}, {2})}, {"b", Tensor::from_vector<float>({0, 0}, {2})}};
+  auto y = run(one_node("GroupNormalization", g2, {Attribute::make_int("num_groups", 2)}, 1, 18), g2, true)[0];
+  double sum = 0;
+  for (int64_t i = 0; i < 30; ++i) sum += y.as_double(i);
+  EXPECT_NEAR(sum, 0.0, 1e-4);
+}
+
 TEST(RuntimeReduce, WrongTypesAndShapesThrow) {
   std::vector<In> xi{{"x", Tensor::from_vector<int32_t>({1, 2}, {2})}};
   EXPECT_THROW(run(one_node("Softmax", xi), xi, true), Error);

@@ -1,4 +1,4 @@
-// BatchNormalization, InstanceNormalization, MeanVarianceNormalization, Dropout.
+// BatchNormalization, InstanceNormalization, GroupNormalization, MeanVarianceNormalization, Dropout.
 // LayerNormalization lives in norm_layer.cpp, the losses in loss.cpp.
 // Statistics accumulate in double; inference BatchNorm becomes y = x * a[c] + b[c], with a and b
 // precomputed at build when scale, bias, mean and var are constants (the fast path).
@@ -191,6 +191,43 @@ void instance_norm(KernelContext& ctx) {
   });
 }
 
+// GroupNormalization (opset 18): statistics over each group of C / num_groups channels. Scale
+// and bias are per group (opset 18) or per channel (the opset 21 form), told apart by length.
+void group_norm(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  const Tensor& S = ctx.input(1);
+  const Tensor& B = ctx.input(2);
+  if (X.rank() < 2) ctx.fail("input must have rank >= 2, got " + dims_to_string(X.dims()));
+  int64_t G = ctx.node().attr_int("num_groups", 0);
+  int64_t N = X.dim(0), C = X.dim(1);
+  if (G <= 0 || C % G != 0) ctx.fail("num_groups " + std::to_string(G) + " must divide the " + std::to_string(C) + " channels");
+  bool per_channel = S.numel() == C && C != G;
+  if ((S.numel() != G && !per_channel) || B.numel() != S.numel())
+    ctx.fail("scale and bias must have num_groups (" + std::to_string(G) + ") or C elements");
+  double eps = ctx.node().attr_float("epsilon", 1e-5f);
+  int64_t plane = X.numel() / std::max<int64_t>(N * C, 1), cpg = C / G, len = cpg * plane;
+  std::vector<double> sc = as_doubles(S), bi = as_doubles(B);
+  Tensor& Y = ctx.allocate_output(0, X.dtype(), X.dims());
+  if (X.numel() == 0) return;
+  dispatch_float(ctx, X.dtype(), [&](auto t) {
+    using T = decltype(t);
+    for (int64_t ng = 0; ng < N * G; ++ng) {
+      const T* xp = X.data<T>() + ng * len;
+      T* yp = Y.data<T>() + ng * len;
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < len; ++i) sum += static_cast<double>(xp[i]);
+      double mean = sum / static_cast<double>(len);
+      for (int64_t i = 0; i < len; ++i) sq += (static_cast<double>(xp[i]) - mean) * (static_cast<double>(xp[i]) - mean);
+      double inv = 1.0 / std::sqrt(sq / static_cast<double>(len) + eps);
+      int64_t g = ng % G;
+      for (int64_t i = 0; i < len; ++i) {
+        size_t k = static_cast<size_t>(per_channel ? g * cpg + i / plane : g);
+        yp[i] = static_cast<T>(static_cast<float>((static_cast<double>(xp[i]) - mean) * inv * sc[k] + bi[k]));
+      }
+    }
+  });
+}
+
 void mean_variance_norm(KernelContext& ctx) {
   const Tensor& X = ctx.input(0);
   std::vector<int64_t> axes = ctx.node().attr_ints("axes", {0, 2, 3});
@@ -288,6 +325,7 @@ void register_norm_kernels(KernelRegistry& r) {
   r.add("", "BatchNormalization", 14, factory_of<kern::BatchNormKernel>());
   r.add("", "InstanceNormalization", 1, stateless(kern::instance_norm));
   r.add("", "MeanVarianceNormalization", 9, stateless(kern::mean_variance_norm));
+  r.add("", "GroupNormalization", 18, stateless(kern::group_norm));
   r.add("", "Dropout", 1, factory_of<kern::DropoutKernel>());
   r.add("", "Dropout", 12, factory_of<kern::DropoutKernel>());
   kern::register_layer_norm_kernels(r);
