@@ -4,29 +4,17 @@
 #include <cmath>
 #include <type_traits>
 
-#include "runtime/kernels/util.h"
+#include "runtime/kernels/matmul_util.h"
 
 namespace t2o::kern {
-
-struct DnnlMatmul;
-std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b);
-bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M, int64_t K, int64_t N,
-                     const float* a, const float* b, const float* bias, float beta_sum, float* c);
-void register_matmul_extra_kernels(KernelRegistry& r);
+namespace {
 
 template <typename T>
 constexpr bool is_floatish = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 template <typename T>
 using MmAcc = std::conditional_t<is_floatish<T>, double, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
 
-// The shapes of a numpy matmul: batch dims broadcast, 1-D operands promoted then squeezed.
-struct MatmulShape {
-  int64_t M = 1, K = 1, N = 1;
-  Dims batch;           // broadcast batch dims
-  Dims a_bstr, b_bstr;  // per batch dim: element stride of a whole matrix (0 when broadcast)
-  Dims out;
-  int64_t batch_a = 1, batch_b = 1;  // product of each side's own batch dims
-};
+}  // namespace
 
 MatmulShape matmul_shape(const KernelContext& ctx, const Dims& a0, const Dims& b0) {
   if (a0.empty() || b0.empty()) ctx.fail("MatMul operands must have rank >= 1");

@@ -9,7 +9,7 @@
 #include <set>
 #include <tuple>
 
-#include "runtime/kernels/util.h"
+#include "runtime/kernels/matmul_util.h"
 
 namespace t2o::kern {
 
@@ -86,9 +86,6 @@ std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float a
   return m;
 }
 
-// C[batch, M, N] = alpha * op(A) op(B) (+ bias[N]) (+ beta_sum * C). A has batch_a (1 or batch)
-// matrices, B batch_b (1 or batch); a constant B is used when b is null. Returns false when
-// oneDNN rejects the configuration (the caller then runs the reference kernel).
 bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M, int64_t K, int64_t N,
                      const float* a, const float* b, const float* bias, float beta_sum, float* c) {
   if (!b && !m.const_b.defined()) return false;

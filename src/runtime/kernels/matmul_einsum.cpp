@@ -7,14 +7,9 @@
 #include <memory>
 #include <type_traits>
 
-#include "runtime/kernels/util.h"
+#include "runtime/kernels/matmul_util.h"
 
 namespace t2o::kern {
-
-struct DnnlMatmul;
-std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b);
-bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M, int64_t K, int64_t N,
-                     const float* a, const float* b, const float* bias, float beta_sum, float* c);
 
 namespace {
 

@@ -3,19 +3,9 @@
 #include <cmath>
 #include <type_traits>
 
-#include "runtime/kernels/util.h"
+#include "runtime/kernels/matmul_util.h"
 
 namespace t2o::kern {
-
-struct MatmulShape {
-  int64_t M = 1, K = 1, N = 1;
-  Dims batch;
-  Dims a_bstr, b_bstr;
-  Dims out;
-  int64_t batch_a = 1, batch_b = 1;
-};
-MatmulShape matmul_shape(const KernelContext& ctx, const Dims& a0, const Dims& b0);
-void register_einsum_kernels(KernelRegistry& r);
 
 namespace {
 

@@ -1,0 +1,31 @@
+#pragma once
+// Shared by the matmul family files: numpy matmul shapes and the oneDNN matmul fast path.
+#include <memory>
+
+#include "runtime/kernels/util.h"
+
+namespace t2o::kern {
+
+// The shapes of a numpy matmul: batch dims broadcast, 1-D operands promoted then squeezed.
+struct MatmulShape {
+  int64_t M = 1, K = 1, N = 1;
+  Dims batch;           // broadcast batch dims
+  Dims a_bstr, b_bstr;  // per batch dim: element stride of a whole matrix (0 when broadcast)
+  Dims out;
+  int64_t batch_a = 1, batch_b = 1;  // product of each side's own batch dims
+};
+MatmulShape matmul_shape(const KernelContext& ctx, const Dims& a0, const Dims& b0);
+
+// oneDNN float matmul (matmul_dnnl.cpp). A constant 2-D B is packed at creation.
+struct DnnlMatmul;
+std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b);
+// C[batch, M, N] = alpha * op(A) op(B) (+ bias[N]) (+ beta_sum * C). A has batch_a (1 or batch)
+// matrices, B batch_b (1 or batch); the constant B is used when b is null. Returns false when
+// oneDNN rejects the configuration (the caller then runs the reference kernel).
+bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M, int64_t K, int64_t N,
+                     const float* a, const float* b, const float* bias, float beta_sum, float* c);
+
+void register_matmul_extra_kernels(KernelRegistry& r);  // matmul_quant.cpp
+void register_einsum_kernels(KernelRegistry& r);        // matmul_einsum.cpp
+
+}  // namespace t2o::kern
