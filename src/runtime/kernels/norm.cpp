@@ -15,7 +15,7 @@ namespace kern {
 void register_layer_norm_kernels(KernelRegistry& r);
 void register_loss_kernels(KernelRegistry& r);
 
-// Shared with the unit tests: y[n, c, :] = x[n, c, :] * a[c] + b[c] over float planes.
+// Fast path (tests reach it through a Session with fast_paths on): y[n, c, :] = x[n, c, :] * a[c] + b[c] over float planes.
 void channel_affine_fast(const float* x, float* y, const float* a, const float* b, int64_t N, int64_t C,
                          int64_t plane, int threads) {
   parallel_for(N * C, threads, std::max<int64_t>(1, 16384 / std::max<int64_t>(plane, 1)), [&](int64_t s, int64_t e) {

@@ -8,7 +8,7 @@
 
 namespace t2o::kern {
 
-// Shared with the unit tests. scale/bias have `len` entries (bias may be null); mean/inv may be null.
+// Fast path over float rows. scale/bias have `len` entries (bias may be null); mean/inv may be null.
 void layer_norm_rows_fast(const float* x, float* y, const float* scale, const float* bias, float* mean_out,
                           float* inv_out, int64_t rows, int64_t len, float eps, int threads) {
   parallel_for(rows, threads, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t b, int64_t e) {

@@ -14,7 +14,7 @@ namespace kern {
 
 enum class RedOp { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
 
-// Shared with the unit tests: reduces float rows [rows x len] into out[rows].
+// Fast path: reduces float rows [rows x len] into out[rows].
 bool reduce_rows_fast(RedOp op, const float* x, float* out, int64_t rows, int64_t len, int threads);
 // Reduces x viewed as (outer, len, inner) over the middle axis; false when op is not covered.
 bool reduce_block_fast(RedOp op, const float* x, float* out, int64_t outer, int64_t len, int64_t inner, int threads);

@@ -15,7 +15,7 @@ namespace kern {
 
 enum class SoftKind { Softmax, LogSoftmax, Hardmax };
 
-// Shared with the unit tests: softmax/logsoftmax over contiguous float rows.
+// Fast path: softmax/logsoftmax over contiguous float rows.
 void softmax_rows_fast(SoftKind kind, const float* x, float* y, int64_t rows, int64_t n, int threads);
 void softmax_strided_fast(SoftKind kind, const float* x, float* y, int64_t outer, int64_t n, int64_t inner, int threads);
 
