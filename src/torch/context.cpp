@@ -104,9 +104,17 @@ int Ctx::rank(const TNode* n, size_t i) const {
 
 DType Ctx::out_dtype(const TNode* n, size_t k) const {
   const Observed* o = prof_.get(n->output(k));
-  if (!o || o->dtype == DType::Undefined)
+  if (o && o->dtype != DType::Undefined) return o->dtype;
+  // Never executed (an If branch the example inputs did not take): assume the type of the
+  // tensor operands, which holds for the elementwise ops such branches mostly contain.
+  DType t = DType::Undefined;
+  for (const TValue* v : n->inputs()) {
+    const TV& tv = get(v);
+    if (tv.kind == TV::Kind::Tensor && !tv.number) t = promote_dtypes(t, tv.dtype);
+  }
+  if (t == DType::Undefined)
     throw UnsupportedError(std::string(n->kind().toQualString()) + ": output type unknown (never executed?)");
-  return o->dtype;
+  return t;
 }
 
 int Ctx::out_rank(const TNode* n, size_t k) const { return static_cast<int>(out_shape(n, k).size()); }

@@ -56,7 +56,7 @@ def write(out_dir, name, f):
         if f.get("train_mode"):
             ts.train()
         ts.save(os.path.join(d, "model.pt"))
-        outputs = flatten(module(*inputs), [])
+        outputs = [] if "expect_error" in f else flatten(module(*inputs), [])
     names = arg_names(module, len(inputs))
     lines = []
     flat_in = []
@@ -69,6 +69,8 @@ def write(out_dir, name, f):
         lines.append(f"dynamic {dyn}")
     if "tol" in f:
         lines.append(f"tol {f['tol'][0]} {f['tol'][1]}")
+    if "expect_error" in f:
+        lines.append(f"expect_error {f['expect_error']}")
     if "min_opset" in f:
         lines.append(f"min_opset {f['min_opset']}")
     for k, t in enumerate(flat_in):

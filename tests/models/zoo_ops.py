@@ -1,2 +1,142 @@
+"""Op-family fixtures: one small module per family, so a failure names the family."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Arith(nn.Module):
+    def forward(self, x, y):
+        a = (x + 2) * y - x / (y.abs() + 1) + 3 ** x.clamp(-1, 1)
+        b = torch.where(x > y, x, y) + (x // 0.7) + torch.remainder(x, 0.9) + x.sqrt().nan_to_num(0.0) * 0
+        c = torch.maximum(x, y) - torch.minimum(x, y) + torch.rsqrt(y.abs() + 1) + torch.erf(x) + x.sign()
+        return a, b, c, (x >= y).float(), (x != y) & (x < 0.5)
+
+
+class MathFns(nn.Module):
+    def forward(self, x):
+        p = x.abs() + 0.1
+        return (torch.exp(x), torch.log(p), torch.log2(p), torch.sin(x), torch.cos(x), torch.atan(x), torch.floor(x),
+                torch.ceil(x), torch.round(x), torch.trunc(x), torch.sigmoid(x), torch.tanh(x), torch.reciprocal(p),
+                F.softplus(x, beta=2.0), F.elu(x), F.selu(x), F.leaky_relu(x, 0.2), F.hardswish(x), F.hardsigmoid(x),
+                F.silu(x), F.mish(x), F.gelu(x, approximate="tanh"), F.relu6(x * 4), F.hardtanh(x), F.logsigmoid(x))
+
+
+class Reduce(nn.Module):
+    def forward(self, x):
+        v, i = x.max(dim=1, keepdim=True)
+        return (x.sum(), x.sum(dim=(1, 2)), x.mean(dim=-1, keepdim=True), x.amax(dim=0), x.prod(dim=2), v, i,
+                x.argmax(dim=2), x.argmin(), x.var(dim=1), x.std(dim=2, unbiased=False), x.norm(p=2, dim=1),
+                torch.logsumexp(x, dim=2), F.softmax(x, dim=1), F.log_softmax(x, dim=-1), torch.cumsum(x, dim=1),
+                x.topk(2, dim=2)[0], x.sort(dim=1, descending=True)[0], (x > 0).all(dim=1), (x > 0).any())
+
+
+class Shapes(nn.Module):
+    def forward(self, x):
+        n = x.size(0)
+        a = x.view(n, -1).reshape(n, 4, -1).permute(0, 2, 1).contiguous().flatten(1)
+        b = x.transpose(1, 3).unsqueeze(0).squeeze(0)
+        c1, c2 = x.chunk(2, dim=1)
+        parts = x.split([1, 3], dim=1)
+        s = torch.stack([c1, c2], dim=2).sum(2)
+        d = x[:, 1:3, ::2, -2:] * 2
+        e = x.flip(2).roll(shifts=(1, -2), dims=(1, 3))
+        f = x.select(1, 0).narrow(1, 1, 2).repeat(1, 2, 1)
+        g = x[:, :1].expand(-1, 4, -1, -1)
+        h = torch.cat([parts[0], parts[1], s], dim=1)
+        return a, b, d, e, f, g, h, torch.unbind(x, 1)[2], torch.movedim(x, 1, -1)
+
+
+class Index(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+
+    def forward(self, x, idx):
+        a = x.index_select(1, idx)
+        b = torch.gather(x, 1, idx.view(1, -1).expand(x.size(0), -1))
+        c = x.masked_fill(x > 0.5, -1.0)
+        d = x[idx]
+        e = self.emb(idx)
+        f = x.scatter(1, idx.view(1, -1).expand(x.size(0), -1), 0.0)
+        return a, b, c, d, e, f, torch.tril(x), torch.triu(x, 1)
+
+
+class Creation(nn.Module):
+    def forward(self, x):
+        n = x.size(1)
+        a = torch.zeros(2, n) + torch.ones_like(x[:2]) + torch.full((2, n), 3.0)
+        b = torch.arange(n, dtype=torch.float32) * x
+        return a, b, x.new_zeros((3, n)), torch.zeros_like(x, dtype=torch.int64)
+
+
+class ConvPool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(3, 4, 3, padding=1)
+        self.c2 = nn.Conv2d(3, 6, 3, stride=2, padding=1, groups=3, dilation=1)
+        self.c3 = nn.Conv3d(2, 2, 3, padding="same")
+        self.t2 = nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1)
+        self.gn = nn.GroupNorm(2, 6)
+        self.inn = nn.InstanceNorm2d(3, affine=True)
+        self.ln = nn.LayerNorm([7])
+        self.prelu = nn.PReLU(6)
+
+    def forward(self, x, v, w):
+        a = self.c1(v)
+        b = self.prelu(self.gn(self.c2(x)))
+        c = self.c3(w)
+        d = self.t2(x)
+        e = F.max_pool2d(x, 3, 2, 1, ceil_mode=True)
+        f = F.avg_pool2d(x, 3, 2, ceil_mode=True)
+        g = F.adaptive_avg_pool2d(x, (3, 5))
+        h = F.adaptive_max_pool2d(x, 2)
+        i = self.inn(x)
+        j = self.ln(x)
+        return a, b, c, d, e, f, g, h, i, j
+
+
+class Resize(nn.Module):
+    def forward(self, x):
+        return (F.interpolate(x, scale_factor=2.0, mode="nearest"),
+                F.interpolate(x, size=(5, 9), mode="bilinear", align_corners=False),
+                F.interpolate(x, size=(10, 12), mode="bilinear", align_corners=True),
+                F.interpolate(x, scale_factor=2.0, mode="bicubic", align_corners=False),
+                F.pad(x, (1, 2, 0, 1)), F.pad(x, (2, 2, 1, 1), mode="reflect"), F.pad(x, (1, 1, 2, 0), mode="replicate"),
+                F.pad(x, (1, 1, 1, 1), mode="circular"), F.pixel_shuffle(x[:, :4], 2), F.pixel_unshuffle(x, 2))
+
+
+class MatMuls(nn.Module):
+    def forward(self, a, b, v):
+        return (a @ b, torch.bmm(a, b), torch.baddbmm(a @ b, a, b, beta=0.5, alpha=2.0), torch.mv(a[0], v),
+                torch.dot(v, v), torch.outer(v, v), torch.einsum("bij,bjk->bik", a, b), torch.addmm(b[0, 0], a[0], b[0]))
+
+
+class Unsupported(nn.Module):
+    def forward(self, x):
+        y = torch.fft.rfft(x)
+        return torch.view_as_real(y).sum() + torch.det(x[0:2, 0:2])
+
+
+class NeedsOpset(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, 0)
+
+
 def fixtures():
-    return {}
+    r = torch.randn
+    return {
+        "op_arith": lambda: dict(model=Arith(), inputs=[r(3, 4), r(3, 4)]),
+        "op_math": lambda: dict(model=MathFns(), inputs=[r(2, 5)]),
+        "op_reduce": lambda: dict(model=Reduce(), inputs=[r(3, 4, 5)]),
+        "op_shapes_script": lambda: dict(model=Shapes(), inputs=[r(2, 4, 6, 5)]),
+        "op_shapes_trace": lambda: dict(model=Shapes(), inputs=[r(2, 4, 6, 5)], mode="trace"),
+        "op_shapes_dynamic": lambda: dict(model=Shapes(), inputs=[r(2, 4, 6, 5)], dynamic=["x:0=batch"]),
+        "op_index": lambda: dict(model=Index(), inputs=[r(4, 5), torch.tensor([0, 2, 3])]),
+        "op_creation": lambda: dict(model=Creation(), inputs=[r(3, 5)]),
+        "op_convpool": lambda: dict(model=ConvPool(), inputs=[r(1, 3, 9, 7), r(2, 3, 8), r(1, 2, 4, 5, 6)],
+                                    tol=(1e-3, 1e-4)),
+        "op_resize": lambda: dict(model=Resize(), inputs=[r(1, 4, 4, 6)], tol=(1e-3, 1e-4)),
+        "op_matmul": lambda: dict(model=MatMuls(), inputs=[r(2, 4, 3), r(2, 3, 5), r(3)]),
+        "err_unsupported": lambda: dict(model=Unsupported(), inputs=[r(4, 4)],
+                                        expect_error="3 aten::fft_rfft"),
+    }

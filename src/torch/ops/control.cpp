@@ -50,10 +50,19 @@ std::shared_ptr<Graph> convert_branch(Ctx& c, torch::jit::Block* block, const TN
   return g;
 }
 
+bool raises(const torch::jit::Block* b) {
+  for (const TNode* n : b->nodes())
+    if (n->kind() == c10::prim::RaiseException) return true;
+  return false;
+}
+
 void if_(Ctx& c, const TNode* n) {
   const TV& cond = c.in(n, 0);
-  if (cond.is_const()) {
-    auto* taken = const_cast<torch::jit::Block*>(n->blocks()[cond.c.toBool() ? 0 : 1]);
+  // A branch that raises is assumed not taken (the model is checked on valid inputs).
+  bool r0 = raises(n->blocks()[0]), r1 = raises(n->blocks()[1]);
+  if (cond.is_const() || r0 != r1) {
+    int pick = cond.is_const() ? (cond.c.toBool() ? 0 : 1) : (r0 ? 1 : 0);
+    auto* taken = const_cast<torch::jit::Block*>(n->blocks()[static_cast<size_t>(pick)]);
     c.convert_block(taken);
     for (size_t k = 0; k < n->outputs().size(); ++k) c.set(n->output(k), c.get(taken->outputs()[k]));
     return;

@@ -253,6 +253,22 @@ void atan2(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("Add", {base, c.b.op1("Where", {neg_x, pi, c.b.scalar(0, t)})}));
 }
 
+// aten::nan_to_num(x, nan, posinf, neginf): defaults are 0 and the dtype's finite extremes.
+void nan_to_num(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  std::string x = c.t_as(n, 0, t);
+  if (!dtype_is_float(t)) return c.out(n, x);
+  double big = t == DType::Double ? 1.7976931348623157e308 : t == DType::Float16 ? 65504.0 : 3.4028234663852886e38;
+  double nan = c.is_none(n, 1) ? 0.0 : c.f(n, 1);
+  double pos = c.is_none(n, 2) ? big : c.f(n, 2), neg = c.is_none(n, 3) ? -big : c.f(n, 3);
+  std::string y = c.b.op1("Where", {c.b.op1("IsNaN", {x}), c.b.scalar(nan, t), x});
+  if (c.b.opset() >= 10) {
+    y = c.b.op1("Where", {c.b.op1("IsInf", {y}, {Attribute::make_int("detect_negative", 0)}), c.b.scalar(pos, t), y});
+    y = c.b.op1("Where", {c.b.op1("IsInf", {y}, {Attribute::make_int("detect_positive", 0)}), c.b.scalar(neg, t), y});
+  }
+  c.out(n, y);
+}
+
 }  // namespace
 
 void register_elementwise_ops(OpTable& t) {
@@ -325,6 +341,7 @@ void register_elementwise_ops(OpTable& t) {
   t["aten::clamp_min"] = {clamp_min};
   t["aten::clamp_max"] = {clamp_max};
   t["aten::where"] = {where};
+  t["aten::nan_to_num"] = {nan_to_num};
   t["aten::lerp"] = {lerp};
   t["aten::addcmul"] = {addcmul};
   t["aten::addcdiv"] = {addcmul};

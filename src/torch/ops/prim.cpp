@@ -192,6 +192,7 @@ void register_prim_ops(OpTable& t) {
   t["aten::__isnot__"] = {is_none};
   t["aten::__not__"] = {not_};
   t["prim::unchecked_cast"] = {identity};
+  t["aten::list"] = {identity};
   t["aten::detach"] = {identity};
   t["aten::contiguous"] = {identity};
   t["aten::clone"] = {identity};

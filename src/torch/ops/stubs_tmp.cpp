@@ -1,4 +1,0 @@
-#include "torch/ops/ops.h"
-namespace t2o {
-void register_rnn_ops(OpTable&) {}
-}

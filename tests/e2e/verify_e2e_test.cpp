@@ -1,0 +1,273 @@
+// `torch2onnx verify` end to end, through the command line users run: agreeing models pass,
+// models broken on purpose fail and --locate names the broken node and its source line.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "onnx/model_io.h"
+
+namespace fs = std::filesystem;
+using namespace t2o;
+using nlohmann::json;
+
+namespace {
+
+std::string env_or(const char* name, const char* dflt) {
+  const char* e = std::getenv(name);
+  return e && *e ? e : dflt;
+}
+std::string fixtures() { return env_or("T2O_VERIFY_FIXTURES", T2O_VERIFY_FIXTURES); }
+
+fs::path work_dir() {
+  fs::path d = fs::temp_directory_path() / ("t2o_verify_e2e_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+struct Run {
+  int code;
+  std::string out;
+};
+
+// Runs the CLI with `args`, capturing stdout and stderr.
+Run cli(const std::string& args) {
+  static int n = 0;
+  fs::path log = work_dir() / ("cli_" + std::to_string(n++) + ".txt");
+  int rc = std::system((std::string(T2O_CLI) + " " + args + " >" + log.string() + " 2>&1").c_str());
+  std::ifstream f(log);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream f(p);
+  return json::parse(f);
+}
+
+std::map<std::string, std::string> tag_lines(const std::string& fixture) {
+  std::map<std::string, std::string> r;
+  std::ifstream f(fixtures() + "/" + fixture + "/lines.txt");
+  std::string tag, line;
+  while (f >> tag >> line) r[tag] = line;
+  return r;
+}
+
+// Converts fixture NAME once per test binary; returns the .onnx path.
+std::string converted(const std::string& name, const std::string& args) {
+  fs::path out = work_dir() / (name + ".onnx");
+  if (!fs::exists(out)) {
+    Run r = cli("convert " + fixtures() + "/" + name + "/model.pt -o " + out.string() + " --quiet " + args);
+    EXPECT_EQ(r.code, 0) << r.out;
+  }
+  return out.string();
+}
+
+std::string cnn() { return converted("cnn", "--input x:1x3x6x6 --dynamic x:0=batch"); }
+
+// Saves a copy of `onnx` with `edit` applied to the first node `pick` accepts; returns the
+// broken model's path and the edited node's name.
+std::pair<std::string, std::string> broken(const std::string& onnx, const std::string& tag,
+                                           const std::function<bool(const Node&)>& pick,
+                                           const std::function<void(Model&, Node&)>& edit) {
+  Model m = load_model(onnx);
+  for (Node& n : m.graph.nodes)
+    if (pick(n)) {
+      edit(m, n);
+      fs::path out = work_dir() / ("broken_" + tag + ".onnx");
+      save_model(m, out.string());
+      return {out.string(), n.name};
+    }
+  ADD_FAILURE() << "no node to break for " << tag;
+  return {};
+}
+
+// Verify must fail, and --locate must name `node` (and `source`, when given).
+void expect_located(const std::string& model, const std::string& onnx, const std::string& node,
+                    const std::string& source, const std::string& tag) {
+  fs::path js = work_dir() / ("report_" + tag + ".json");
+  Run r = cli("verify " + model + " " + onnx + " --locate --json " + js.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  json j = read_json(js);
+  EXPECT_FALSE(j["ok"].get<bool>());
+  ASSERT_TRUE(j["locate"]["found"].get<bool>()) << r.out;
+  EXPECT_TRUE(j["locate"]["intermediates"].get<bool>()) << r.out;
+  EXPECT_EQ(j["locate"]["node"]["name"], node) << r.out;
+  if (!source.empty()) EXPECT_EQ(j["locate"]["node"]["source"], source) << r.out;
+  EXPECT_NE(r.out.find("first diverging node"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'" + node + "'"), std::string::npos) << r.out;
+}
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+}  // namespace
+
+TEST(VerifyE2E, AgreeingModelPasses) {
+  std::string onnx = cnn();
+  fs::path js = work_dir() / "ok.json";
+  Run r = cli("verify " + fixtures() + "/cnn/model.pt " + onnx + " --samples 3 --locate --json " + js.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("OK: all outputs agree in 3 sample(s)"), std::string::npos) << r.out;
+  json j = read_json(js);
+  EXPECT_TRUE(j["ok"].get<bool>());
+  ASSERT_EQ(j["samples"].size(), 3u);
+  // Each sample moves the dynamic batch size.
+  EXPECT_NE(j["samples"][0]["inputs"][0]["shape"][0], j["samples"][1]["inputs"][0]["shape"][0]);
+  EXPECT_FALSE(j["locate"]["found"].get<bool>()) << r.out;
+  EXPECT_GT(j["locate"]["compared"].get<int>(), 5) << r.out;
+}
+
+TEST(VerifyE2E, ConvertWithVerifyFlag) {
+  fs::path out = work_dir() / "cnn_flag.onnx";
+  Run r = cli("convert " + fixtures() + "/cnn/model.pt -o " + out.string() + " --input x:1x3x6x6 --verify");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("OK: all outputs agree"), std::string::npos) << r.out;
+}
+
+TEST(VerifyE2E, LocatesAChangedWeight) {
+  int convs = 0;
+  auto [onnx, node] = broken(
+      cnn(), "weight", [&](const Node& n) { return n.op_type == "Conv" && ++convs == 2; },
+      [](Model& m, Node& n) {
+        for (Initializer& i : m.graph.initializers)
+          if (i.name == n.inputs[1]) {
+            i.tensor = i.tensor.clone();
+            i.tensor.data<float>()[0] += 0.5f;
+          }
+      });
+  Model m = load_model(onnx);
+  std::string doc;
+  for (const Node& n : m.graph.nodes)
+    if (n.name == node) doc = n.doc_string;
+  expect_located(fixtures() + "/cnn/model.pt", onnx, node, doc.substr(0, doc.rfind(' ')), "weight");
+}
+
+TEST(VerifyE2E, LocatesASwappedActivation) {
+  std::string line = tag_lines("cnn").at("relu");
+  auto [onnx, node] = broken(
+      cnn(), "relu", [&](const Node& n) { return n.op_type == "Relu" && starts_with(n.doc_string, line + " "); },
+      [](Model&, Node& n) { n.op_type = "Sigmoid"; });
+  expect_located(fixtures() + "/cnn/model.pt", onnx, node, line, "relu");
+}
+
+TEST(VerifyE2E, LocatesAChangedTransposePerm) {
+  std::string line = tag_lines("cnn").at("permute");
+  auto [onnx, node] = broken(
+      cnn(), "perm", [&](const Node& n) { return n.op_type == "Transpose" && starts_with(n.doc_string, line + " "); },
+      // N,H,W,C -> N,W,H,C: the same shape (H == W), other values.
+      [](Model&, Node& n) { n.set_attr(Attribute::make_ints("perm", {0, 3, 2, 1})); });
+  expect_located(fixtures() + "/cnn/model.pt", onnx, node, line, "perm");
+}
+
+TEST(VerifyE2E, EmbeddingGetsIndicesInRange) {
+  std::string onnx = converted("embed", "--input tokens:1x6:i64 --dynamic tokens:1=seq");
+  Run r = cli("verify " + fixtures() + "/embed/model.pt " + onnx + " --samples 4");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+TEST(VerifyE2E, NanOnBothSidesAgrees) {
+  std::string onnx = converted("nan", "--input x:4x5");
+  fs::path js = work_dir() / "nan.json";
+  Run r = cli("verify " + fixtures() + "/nan/model.pt " + onnx + " --json " + js.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  json j = read_json(js);
+  EXPECT_GT(j["samples"][0]["outputs"][0]["nan"]["torch"].get<int>(), 0) << "the fixture should produce NaN";
+}
+
+TEST(VerifyE2E, NanOnOneSideIsAMismatch) {
+  std::string line = tag_lines("nan").at("abs");
+  auto [onnx, node] = broken(
+      converted("nan", "--input x:4x5"), "abs",
+      [&](const Node& n) { return n.op_type == "Abs"; }, [](Model&, Node& n) { n.op_type = "Identity"; });
+  fs::path js = work_dir() / "nan_one.json";
+  Run r = cli("verify " + fixtures() + "/nan/model.pt " + onnx + " --json " + js.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  json j = read_json(js);
+  EXPECT_TRUE(j["samples"][0]["outputs"][0]["ok"].get<bool>());
+  EXPECT_FALSE(j["samples"][0]["outputs"][1]["ok"].get<bool>());
+  EXPECT_GT(j["samples"][0]["outputs"][1]["nan"]["one_side_only"].get<int>(), 0);
+  EXPECT_NE(r.out.find("NaN on one side"), std::string::npos) << r.out;
+  // Mismatches locate on their own, without --locate.
+  EXPECT_EQ(j["locate"]["node"]["name"], node) << r.out;
+  EXPECT_EQ(j["locate"]["node"]["source"], line) << r.out;
+}
+
+TEST(VerifyE2E, UsageErrors) {
+  std::string onnx = cnn();
+  Run r = cli("verify " + fixtures() + "/cnn/model.pt " + onnx + " --input nope:1x3");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("error: --input nope"), std::string::npos) << r.out;
+  r = cli("verify " + fixtures() + "/cnn/model.pt /nonexistent.onnx");
+  EXPECT_EQ(r.code, 4) << r.out;
+}
+
+TEST(VerifyE2E, OnnxRuntimeBackend) {
+  std::string onnx = cnn();
+  Run r = cli("verify " + fixtures() + "/cnn/model.pt " + onnx + " --backend ort --samples 2");
+  fs::path cache = env_or("T2O_CACHE_DIR", (env_or("HOME", ".") + "/.cache/torch2onnx").c_str());
+  if (!fs::exists(cache / "node_modules" / "onnxruntime-node")) {
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("onnxruntime-node"), std::string::npos) << r.out;
+    GTEST_SKIP() << "onnxruntime-node is not installed";
+  }
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("ONNX Runtime"), std::string::npos) << r.out;
+  // The broken model disagrees in ONNX Runtime too: the model, not our runtime, is wrong.
+  std::string line = tag_lines("cnn").at("relu");
+  auto [bad, node] = broken(
+      onnx, "relu_ort", [&](const Node& n) { return n.op_type == "Relu" && starts_with(n.doc_string, line + " "); },
+      [](Model&, Node& n) { n.op_type = "Sigmoid"; });
+  r = cli("verify " + fixtures() + "/cnn/model.pt " + bad + " --backend ort");
+  EXPECT_EQ(r.code, 1) << r.out;
+}
+
+// Every converter fixture that converts also verifies.
+namespace {
+std::vector<std::string> converter_fixtures() {
+  std::vector<std::string> r;
+  std::ifstream f(env_or("T2O_TORCH_FIXTURES", T2O_TORCH_FIXTURES) + "/index.txt");
+  std::string line;
+  const char* only = std::getenv("T2O_VERIFY_ONLY");  // a name prefix, for quick runs
+  while (std::getline(f, line))
+    if (!line.empty() && (!only || starts_with(line, only))) r.push_back(line);
+  if (r.empty()) r.push_back("MISSING_FIXTURES");
+  return r;
+}
+}  // namespace
+
+class VerifyFixtures : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VerifyFixtures, Pass) {
+  ASSERT_NE(GetParam(), "MISSING_FIXTURES");
+  fs::path dir = fs::path(env_or("T2O_TORCH_FIXTURES", T2O_TORCH_FIXTURES)) / GetParam();
+  std::ifstream spec(dir / "spec.txt");
+  std::string line, convert_args, tol = " --rtol 1e-3 --atol 1e-4";
+  while (std::getline(spec, line)) {
+    std::stringstream ls(line);
+    std::string kind, a, b, c;
+    ls >> kind >> a >> b >> c;
+    if (kind == "input") convert_args += " --input " + a + ":" + b + ":" + c;
+    if (kind == "dynamic") convert_args += " --dynamic " + a;
+    if (kind == "tol") tol = " --rtol " + a + " --atol " + b;
+    if (kind == "expect_error") GTEST_SKIP() << "fixture expects a conversion error";
+  }
+  fs::path onnx = work_dir() / (GetParam() + ".onnx");
+  Run r = cli("convert " + (dir / "model.pt").string() + " -o " + onnx.string() + " --quiet" + convert_args);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = cli("verify " + (dir / "model.pt").string() + " " + onnx.string() + " --samples 2" + tol);
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Converter, VerifyFixtures, ::testing::ValuesIn(converter_fixtures()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
