@@ -22,12 +22,12 @@ std::string dims_to_string(const Dims& dims) {
 }
 
 namespace {
-std::shared_ptr<void> allocate_bytes(size_t n) {
+std::shared_ptr<void> allocate_bytes(size_t n, bool zero = true) {
   size_t rounded = (n + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw Error("out of memory allocating " + std::to_string(n) + " bytes");
-  std::memset(p, 0, rounded);
+  if (zero) std::memset(p, 0, rounded);
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 }  // namespace
@@ -43,6 +43,18 @@ Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
     storage_ = allocate_bytes(nbytes());
     data_ = storage_.get();
   }
+}
+
+Tensor Tensor::uninitialized(DType dtype, Dims dims) {
+  if (dtype == DType::String) return Tensor(dtype, std::move(dims));
+  for (int64_t d : dims)
+    if (d < 0) throw Error("tensor dimension is negative: " + dims_to_string(dims));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.storage_ = allocate_bytes(t.nbytes(), false);
+  t.data_ = t.storage_.get();
+  return t;
 }
 
 Tensor Tensor::borrow(DType dtype, Dims dims, void* data) {

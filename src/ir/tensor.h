@@ -22,6 +22,10 @@ class Tensor {
   // Allocates zero-filled storage (64-byte aligned). Strings start empty.
   Tensor(DType dtype, Dims dims);
 
+  // Storage left as the allocator returns it (64-byte aligned), for buffers the caller
+  // overwrites fully. Not for strings.
+  static Tensor uninitialized(DType dtype, Dims dims);
+
   // Wraps memory owned by the caller; the caller keeps it alive while the tensor is used.
   static Tensor borrow(DType dtype, Dims dims, void* data);
   // Wraps memory kept alive by `owner`.

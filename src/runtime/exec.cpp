@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -40,6 +41,60 @@ OpProfile* op_profile() {
 }
 
 std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+}  // namespace
+
+// Freed activation buffers by size, so that repeated runs of the same graph neither call the
+// allocator nor fault in fresh pages: a buffer goes back here when its last tensor drops it.
+// Shared by the buffers themselves, so it outlives a GraphExec whose outputs are still held.
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  ~BufferPool() {
+    for (auto& [n, p] : free_) std::free(p);
+  }
+  // A buffer of at least `bytes`, contents unspecified.
+  std::shared_ptr<void> get(size_t bytes) {
+    size_t n = round(bytes);
+    void* p = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Exact size first; a bigger one only if it wastes little, so large buffers stay for large needs.
+      auto it = free_.lower_bound(n);
+      if (it != free_.end() && it->first <= n + n / 4) {
+        n = it->first;
+        p = it->second;
+        cached_ -= n;
+        free_.erase(it);
+      }
+    }
+    if (!p) p = std::aligned_alloc(64, n);
+    if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+    std::weak_ptr<BufferPool> self = weak_from_this();
+    return std::shared_ptr<void>(p, [self, n](void* q) {
+      if (auto pool = self.lock()) pool->put(q, n);
+      else std::free(q);
+    });
+  }
+
+ private:
+  static size_t round(size_t bytes) { return std::max<size_t>(64, (bytes + 4095) / 4096 * 4096); }
+  void put(void* p, size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Shapes that keep changing must not make the pool grow without bound.
+    if (cached_ + n > kMaxCached) {
+      std::free(p);
+      return;
+    }
+    free_.emplace(n, p);
+    cached_ += n;
+  }
+  static constexpr size_t kMaxCached = size_t{1} << 30;
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+  size_t cached_ = 0;
+};
+
+namespace {
 
 // Names a node reads from enclosing scopes, including those its own subgraphs read.
 void collect_reads(const Graph& g, std::set<std::string>& reads) {
@@ -89,12 +144,27 @@ class NodeContext : public KernelContext {
     return value_at(step_.in[static_cast<size_t>(i)]);
   }
   Tensor& allocate_output(int i, DType dtype, const Dims& dims) override {
+    Tensor& t = allocate_output_uninit(i, dtype, dims);
+    if (dtype != DType::String && t.nbytes()) std::memset(t.raw(), 0, t.nbytes());
+    return t;
+  }
+  Tensor& allocate_output_uninit(int i, DType dtype, const Dims& dims) override {
+    Tensor t;
+    if (dtype == DType::String || dtype == DType::Undefined) {
+      t = Tensor(dtype, dims);
+    } else {
+      for (int64_t d : dims)
+        if (d < 0) fail("output dimension is negative: " + dims_to_string(dims));
+      std::shared_ptr<void> buf = exec_.pool_->get(static_cast<size_t>(numel_of(dims)) * dtype_size(dtype));
+      void* p = buf.get();
+      t = Tensor::share(dtype, dims, std::move(buf), p);
+    }
     if (!has_output(i)) {
-      scratch_ = Tensor(dtype, dims);
+      scratch_ = std::move(t);
       return scratch_;
     }
     RValue& v = values_[static_cast<size_t>(step_.out[static_cast<size_t>(i)])];
-    v = RValue(Tensor(dtype, dims));
+    v = RValue(std::move(t));
     return v.tensor;
   }
   void set_output(int i, RValue v) override {
@@ -146,7 +216,7 @@ int GraphExec::slot_of(const std::string& name) {
 
 GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64_t>& opsets, const ExecOptions& opts,
                      const std::vector<std::string>& outer_names)
-    : graph_(g), opsets_(opsets), opts_(opts) {
+    : graph_(g), opsets_(opsets), opts_(opts), pool_(std::make_shared<BufferPool>()) {
   std::set<std::string> init_names;
   for (const Initializer& init : g.initializers) {
     int s = slot_of(init.name);

@@ -14,6 +14,8 @@ struct ExecOptions {
   bool fast_paths = true;
 };
 
+class BufferPool;
+
 class GraphExec : public SubgraphRunner {
  public:
   // `opsets` maps domain ("" for default) to version. `outer_names` are names visible from
@@ -52,6 +54,7 @@ class GraphExec : public SubgraphRunner {
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
   std::vector<Step> steps_;
+  std::shared_ptr<BufferPool> pool_;
 };
 
 }  // namespace t2o

@@ -70,6 +70,9 @@ class KernelContext {
   const Tensor& input(int i) const;
   // Allocates output i (zero-filled unless the plan reuses a buffer: do not rely on zeros).
   virtual Tensor& allocate_output(int i, DType dtype, const Dims& dims) = 0;
+  // Like allocate_output, but the contents are unspecified: for kernels that write every element
+  // (saves a pass over memory that the kernel is about to overwrite).
+  virtual Tensor& allocate_output_uninit(int i, DType dtype, const Dims& dims) { return allocate_output(i, dtype, dims); }
   virtual void set_output(int i, RValue v) = 0;
   // Threads this kernel may use.
   virtual int threads() const = 0;

@@ -105,7 +105,8 @@ class PoolKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     check_input(ctx, x);
     Geom g = kern::forward_geom(ctx.node(), attrs_, spatial(x.dims()), attrs_.kernel);
-    Tensor& y = ctx.allocate_output(0, x.dtype(), with_nc(x, g.out));
+    // Both paths write every output element: no need to zero it first.
+    Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), with_nc(x, g.out));
     bool want_idx = kind_ == Kind::Max && ctx.num_outputs() > 1 && ctx.has_output(1);
     Tensor* idx = want_idx ? &ctx.allocate_output(1, DType::Int64, y.dims()) : nullptr;
     if (y.numel() == 0) return;
