@@ -8,6 +8,7 @@
 #include "onnx/model_io.h"
 #include "runtime/exec.h"
 #include "runtime/functions.h"
+#include "runtime/optimize.h"
 
 namespace t2o {
 
@@ -20,6 +21,7 @@ struct Session::Impl {
   Model model;
   SessionOptions opts;
   std::vector<ValueInfo> inputs;
+  Graph exec_graph;  // the graph GraphExec runs: model.graph rewritten by optimize.h when fast
   std::unique_ptr<GraphExec> exec;
 
   void check_input(const ValueInfo& vi, const RValue& v, std::map<std::string, int64_t>& symbols) const {
@@ -91,12 +93,16 @@ Session::Session(Model model, SessionOptions opts) : impl_(std::make_unique<Impl
   impl_->opts = opts;
   inline_model_functions(impl_->model);
   set_runtime_threads(opts.threads);
+  // model() stays as loaded; fusion rewrites a copy (tensors share storage, so it is cheap).
+  Model run_model = impl_->model;
+  if (opts.fast_paths) optimize_for_runtime(run_model);
+  impl_->exec_graph = std::move(run_model.graph);
   std::unordered_map<std::string, int64_t> opsets;
-  for (const auto& o : impl_->model.opset_import) opsets[o.domain == "ai.onnx" ? "" : o.domain] = o.version;
+  for (const auto& o : run_model.opset_import) opsets[o.domain == "ai.onnx" ? "" : o.domain] = o.version;
   ExecOptions eo;
   eo.threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   eo.fast_paths = opts.fast_paths;
-  impl_->exec = std::make_unique<GraphExec>(impl_->model.graph, opsets, eo);
+  impl_->exec = std::make_unique<GraphExec>(impl_->exec_graph, opsets, eo);
   for (const ValueInfo* vi : impl_->exec->formal_inputs()) impl_->inputs.push_back(*vi);
 }
 

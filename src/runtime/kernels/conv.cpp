@@ -6,6 +6,7 @@
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/conv_ref.h"
 #include "runtime/kernels/util.h"
+#include "runtime/optimize.h"
 
 namespace t2o {
 
@@ -50,7 +51,14 @@ struct ConvShape {
   Geom g;
 };
 
-ConvShape conv_shape(const KernelContext& ctx, const WindowAttrs& a, int64_t group, const Tensor& x, const Tensor& w) {
+ConvShape conv_shape(const KernelContext& ctx, const WindowAttrs& a, int64_t group, const Tensor& xt, const Tensor& w,
+                     const Dims* logical_x = nullptr) {
+  struct {
+    const Dims& d;
+    int rank() const { return static_cast<int>(d.size()); }
+    int64_t dim(int i) const { return d[static_cast<size_t>(i)]; }
+    const Dims& dims() const { return d; }
+  } x{logical_x ? *logical_x : xt.dims()};
   if (x.rank() < 3) ctx.fail("X must have rank >= 3 (N x C x spatial), got " + dims_to_string(x.dims()));
   if (w.rank() != x.rank())
     ctx.fail("W must have the rank of X, got " + dims_to_string(w.dims()) + " for X " + dims_to_string(x.dims()));
@@ -81,13 +89,70 @@ Geom probe_geom(const Node& node, const WindowAttrs& a, const Dims& k) {
   return kern::forward_geom(node, a, in, k);
 }
 
+// FusedConv's post-ops from its attributes (see runtime/optimize.h); empty for a plain Conv.
+std::vector<kern::ConvPostOp> post_ops_of(const Node& n) {
+  using K = kern::ConvPostOp::Kind;
+  std::vector<std::string> kinds = n.attr_strings("post_ops");
+  std::vector<float> a = n.attr_floats("post_alpha"), b = n.attr_floats("post_beta");
+  if (a.size() != kinds.size() || b.size() != kinds.size())
+    throw Error(n.describe() + ": post_alpha and post_beta need one value per post-op");
+  std::vector<kern::ConvPostOp> ops;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const std::string& k = kinds[i];
+    K kind = k == "relu" ? K::Relu : k == "clip" ? K::Clip : k == "swish" ? K::Swish
+           : k == "hardswish" ? K::HardSwish : K::Sum;
+    if (kind == K::Sum && k != "sum") throw Error(n.describe() + ": unknown post-op '" + k + "'");
+    ops.push_back({kind, a[i], b[i]});
+  }
+  return ops;
+}
+
+// Plain form of the post-ops over a finished f32 conv output `c` (in place when it can); the
+// result's dims broadcast with the residual's, as the unfused Add would.
+Tensor apply_post_ops_ref(const KernelContext& ctx, const std::vector<kern::ConvPostOp>& post, Tensor c,
+                          const Tensor* residual) {
+  size_t i = 0;
+  for (; i < post.size() && post[i].kind != kern::ConvPostOp::Kind::Sum; ++i) {
+    float* p = c.data<float>();
+    for (int64_t j = 0; j < c.numel(); ++j) p[j] = post[i].apply(p[j]);
+  }
+  if (i == post.size()) return c;
+  if (!residual || residual->dtype() != DType::Float) ctx.fail("the residual input must be f32");
+  Dims od = kern::broadcast_dims(ctx, c.dims(), residual->dims());
+  Tensor sum = od == c.dims() ? c : Tensor(DType::Float, od);
+  Dims sa = kern::broadcast_strides(c.dims(), od), sr = kern::broadcast_strides(residual->dims(), od);
+  const float *pa = c.data<float>(), *pr = residual->data<float>();
+  float* po = sum.data<float>();
+  kern::for_each_broadcast(od, {sa, sr}, [&](int64_t j, const int64_t* off) { po[j] = pa[off[0]] + pr[off[1]]; });
+  for (++i; i < post.size(); ++i)
+    for (int64_t j = 0; j < sum.numel(); ++j) po[j] = post[i].apply(po[j]);
+  return sum;
+}
+
+// A blocked activation as plain NCHW with `c` channels (for the reference path).
+Tensor plain_of(const Tensor& t, int64_t blk, int64_t c) {
+  if (!blk) return t;
+  Tensor p(DType::Float, kern::logical_dims(t.dims(), c));
+  kern::to_plain(t, p);
+  return p;
+}
+
+// Conv, and FusedConv (Conv + post-ops, activations possibly channel-blocked; see optimize.h).
 class ConvKernel : public OpKernel {
  public:
   explicit ConvKernel(const KernelInfo& info)
-      : attrs_(WindowAttrs::from_node(info.node)), group_(info.node.attr_int("group", 1)) {
+      : attrs_(WindowAttrs::from_node(info.node)), group_(info.node.attr_int("group", 1)),
+        post_(post_ops_of(info.node)), src_blk_(info.node.attr_int("src_block", 0)),
+        dst_blk_(info.node.attr_int("dst_block", 0)), res_blk_(info.node.attr_int("res_block", 0)) {
     attrs_.ceil_mode = false;
-    if (!info.fast_paths) return;
-    dnnl_ = std::make_unique<kern::DnnlConv>(false, group_);
+    for (int64_t b : {src_blk_, dst_blk_, res_blk_})
+      if (b != 0 && b != 8 && b != 16) throw Error(info.node.describe() + ": block sizes must be 0, 8 or 16");
+    if (!info.fast_paths) {
+      if (src_blk_ || dst_blk_ || res_blk_) throw Error(info.node.describe() + ": blocked layouts need fast paths");
+      return;
+    }
+    dnnl_ = std::make_unique<kern::DnnlConv>(false, group_, post_);
+    dnnl_->set_layout(src_blk_, dst_blk_, res_blk_);
     const Tensor* w = info.constant_input(1);
     // A run-time bias is passed at each run; only the weight must be constant to prepack.
     const Tensor* b = info.node.has_input(2) ? info.constant_input(2) : nullptr;
@@ -105,26 +170,56 @@ class ConvKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-    ConvShape s = conv_shape(ctx, attrs_, group_, x, w);
+    const Tensor* r = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+    Dims xd = x.dims();
+    if (src_blk_) {
+      if (w.rank() != 4) ctx.fail("a blocked input needs a 2-d conv");
+      xd = kern::logical_dims(x.dims(), w.dim(1) * group_);
+    }
+    ConvShape s = conv_shape(ctx, attrs_, group_, x, w, &xd);
     check_bias(ctx, b, s.m);
     Dims yd{s.n, s.m};
     yd.insert(yd.end(), s.g.out.begin(), s.g.out.end());
-    Tensor& y = ctx.allocate_output(0, x.dtype(), yd);
-    if (y.numel() == 0) return;
-    if (dnnl_ && x.dtype() == DType::Float && w.dtype() == DType::Float && (!b || b->dtype() == DType::Float) &&
-        dnnl_->run(x, w, b, s.g, y))
-      return;
+    bool fast = dnnl_ && x.dtype() == DType::Float && w.dtype() == DType::Float && (!b || b->dtype() == DType::Float);
+    // Every element is written by the conv, so the output need not be zeroed first.
+    Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), dst_blk_ ? kern::blocked_dims(yd, dst_blk_) : yd);
+    if (y.numel() == 0 && post_.empty()) return;
+    if (fast && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) return;
+    // Reference path: plain tensors in and out, converted when the neighbours are blocked.
+    Tensor xp = plain_of(x, src_blk_, xd[1]);
+    Tensor yp = dst_blk_ ? Tensor(x.dtype(), yd) : y;
     Geom g3 = s.g.as_3d();
-    with_float_buffers(ctx, x, w, b, y, [&](const auto* xp, const auto* wp, const auto* bp, auto* yp) {
-      kern::conv_ref(xp, wp, bp, yp, s.n, s.c, s.m, group_, g3, ctx.threads());
+    with_float_buffers(ctx, xp, w, b, yp, [&](const auto* xq, const auto* wq, const auto* bq, auto* yq) {
+      kern::conv_ref(xq, wq, bq, yq, s.n, s.c, s.m, group_, g3, ctx.threads());
     });
+    if (!post_.empty()) {
+      if (x.dtype() != DType::Float) ctx.fail("fused post-ops need f32, got " + std::string(dtype_name(x.dtype())));
+      Tensor rp = r && res_blk_ ? plain_of(*r, res_blk_, s.m) : Tensor();
+      yp = apply_post_ops_ref(ctx, post_, yp, r && res_blk_ ? &rp : r);
+    }
+    if (dst_blk_) {
+      kern::to_blocked(yp, ctx.allocate_output_uninit(0, DType::Float, kern::blocked_dims(yp.dims(), dst_blk_)));
+    } else if (!yp.same_storage(y)) {
+      ctx.set_output(0, RValue(yp));
+    }
   }
 
  private:
   WindowAttrs attrs_;
   int64_t group_;
+  std::vector<kern::ConvPostOp> post_;
+  int64_t src_blk_, dst_blk_, res_blk_;
   std::unique_ptr<kern::DnnlConv> dnnl_;
 };
+
+// FromBlocked: a channel-blocked activation back to plain NCHW, for readers other than convs.
+void run_from_blocked(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  int64_t c = ctx.node().attr_int("channels");
+  if (x.dtype() != DType::Float) ctx.fail("expects f32");
+  Tensor& y = ctx.allocate_output_uninit(0, DType::Float, kern::logical_dims(x.dims(), c));
+  if (y.numel()) kern::to_plain(x, y);
+}
 
 // ConvTranspose geometry: output size from output_shape, auto_pad or pads + output_padding.
 struct TransposeAttrs {
@@ -352,6 +447,8 @@ void register_conv_kernels(KernelRegistry& r) {
   r.add("", "ConvTranspose", 1, factory_of<ConvTransposeKernel>());
   r.add("", "ConvInteger", 10, factory_of<ConvIntegerKernel>());
   r.add("", "QLinearConv", 10, factory_of<QLinearConvKernel>());
+  r.add(kInternalDomain, "FusedConv", 1, factory_of<ConvKernel>());
+  r.add(kInternalDomain, "FromBlocked", 1, stateless(run_from_blocked));
 }
 
 }  // namespace t2o

@@ -1,9 +1,13 @@
 // oneDNN primitives behind DnnlConv / DnnlPool (see conv_dnnl.h).
 #include "runtime/kernels/conv_dnnl.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <new>
+#include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <utility>
 #include <vector>
@@ -103,17 +107,94 @@ void reorder(memory& from, memory& to) {
   dnnl::reorder(from, to).execute(stream(), from, to);
 }
 
+dnnl::primitive_attr post_attr(const std::vector<ConvPostOp>& post) {
+  dnnl::primitive_attr attr;
+  if (post.empty()) return attr;
+  dnnl::post_ops po;
+  using K = ConvPostOp::Kind;
+  for (const ConvPostOp& p : post) {
+    switch (p.kind) {
+      case K::Sum: po.append_sum(1.0f); break;
+      case K::Relu: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, p.alpha, 0.0f); break;
+      case K::Clip: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, p.alpha, p.beta); break;
+      case K::Swish: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f); break;
+      case K::HardSwish: po.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f); break;
+    }
+  }
+  attr.set_post_ops(po);
+  return attr;
+}
+
+memory::desc blocked_desc(const Dims& logical, int64_t blk) {
+  return memory::desc(mdims(logical), memory::data_type::f32,
+                      blk == 16 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c);
+}
+
+memory::desc user_desc(const Dims& logical, int64_t blk) { return blk ? blocked_desc(logical, blk) : plain_desc(logical); }
+
+bool has_sum(const std::vector<ConvPostOp>& post) {
+  for (const ConvPostOp& p : post)
+    if (p.kind == ConvPostOp::Kind::Sum) return true;
+  return false;
+}
+
 }  // namespace
+
+int64_t channel_block() {
+  static const int64_t b = [] {
+    auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 16 : 8;
+  }();
+  return b;
+}
+
+Dims blocked_dims(const Dims& d, int64_t blk) {
+  if (d.size() != 4) throw Error("blocked layout needs a 4-d tensor, got " + dims_to_string(d));
+  return {d[0], (d[1] + blk - 1) / blk, d[2], d[3], blk};
+}
+
+Dims logical_dims(const Dims& b, int64_t c) {
+  if (b.size() != 5 || b[1] != (c + b[4] - 1) / b[4])
+    throw Error("blocked tensor " + dims_to_string(b) + " does not hold " + std::to_string(c) + " channels");
+  return {b[0], c, b[2], b[3]};
+}
+
+void to_plain(const Tensor& blocked, Tensor& plain) {
+  memory from(blocked_desc(plain.dims(), blocked.dims().back()), engine(), const_cast<void*>(blocked.raw()));
+  memory to(plain_desc(plain.dims()), engine(), plain.raw());
+  reorder(from, to);
+  stream().wait();
+}
+
+void to_blocked(const Tensor& plain, Tensor& blocked) {
+  memory from(plain_desc(plain.dims()), engine(), const_cast<void*>(plain.raw()));
+  memory to(blocked_desc(plain.dims(), blocked.dims().back()), engine(), blocked.raw());
+  reorder(from, to);
+  stream().wait();
+}
+
+float ConvPostOp::apply(float x) const {
+  switch (kind) {
+    case Kind::Relu: return x > 0 ? x : alpha * x;
+    case Kind::Clip: return std::min(std::max(x, alpha), beta);
+    case Kind::Swish: return x / (1.0f + std::exp(-x));
+    case Kind::HardSwish: return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
+    case Kind::Sum: return x;
+  }
+  return x;
+}
 
 struct DnnlConv::Impl {
   bool transpose;
   int64_t group;
+  std::vector<ConvPostOp> post;
+  int64_t src_blk = 0, dst_blk = 0, res_blk = 0;
   struct Entry {
     bool ok = false;
     dnnl::primitive prim;
-    memory::desc src_md, wei_md, dst_md, src_user, dst_user, wei_user;
-    bool src_re = false, dst_re = false, wei_re = false;
-    dnnl::reorder src_r, dst_r;
+    memory::desc src_md, wei_md, dst_md, src_user, dst_user, wei_user, res_user;
+    bool src_re = false, dst_re = false, wei_re = false, res_re = false;
+    dnnl::reorder src_r, dst_r, res_r;
     memory wei_mem;  // reordered run-time weights (non-constant weights only)
   };
   std::map<Dims, Entry> cache;
@@ -121,20 +202,26 @@ struct DnnlConv::Impl {
   Tensor const_w;
   std::vector<std::pair<memory::desc, memory>> packed;  // constant weights per oneDNN layout
 
-  dnnl::primitive_desc make_pd(const Dims& xd, const Dims& wd, bool bias, const Geom& g, const Dims& yd) const {
-    memory::desc src = any_desc(xd), dst = any_desc(yd);
+  // A blocked neighbour fixes the layout; otherwise oneDNN picks one and we reorder. `all_blocked`
+  // fixes the other side blocked too.
+  dnnl::primitive_desc make_pd(const Dims& xd, const Dims& wd, bool bias, const Geom& g, const Dims& yd,
+                               bool all_blocked = false) const {
+    int64_t blk = all_blocked ? std::max(src_blk, dst_blk) : 0;
+    memory::desc src = src_blk ? blocked_desc(xd, src_blk) : blk ? blocked_desc(xd, blk) : any_desc(xd);
+    memory::desc dst = dst_blk ? blocked_desc(yd, dst_blk) : blk ? blocked_desc(yd, blk) : any_desc(yd);
     memory::desc wei(user_weights_desc(transpose, group, wd).dims(), memory::data_type::f32, memory::format_tag::any);
     memory::desc b({yd[1]}, memory::data_type::f32, memory::format_tag::a);
     auto st = mdims(g.stride), di = mdims(minus_one(g.dil)), pl = mdims(g.pb), pr = mdims(effective_end_pad(g, transpose));
     auto fwd = dnnl::prop_kind::forward_inference;
+    dnnl::primitive_attr attr = post_attr(post);
     if (!transpose) {
       auto d = bias ? dnnl::convolution_forward::desc(fwd, dnnl::algorithm::convolution_direct, src, wei, b, dst, st, di, pl, pr)
                     : dnnl::convolution_forward::desc(fwd, dnnl::algorithm::convolution_direct, src, wei, dst, st, di, pl, pr);
-      return dnnl::convolution_forward::primitive_desc(d, engine());
+      return dnnl::convolution_forward::primitive_desc(d, attr, engine());
     }
     auto d = bias ? dnnl::deconvolution_forward::desc(fwd, dnnl::algorithm::deconvolution_direct, src, wei, b, dst, st, di, pl, pr)
                   : dnnl::deconvolution_forward::desc(fwd, dnnl::algorithm::deconvolution_direct, src, wei, dst, st, di, pl, pr);
-    return dnnl::deconvolution_forward::primitive_desc(d, engine());
+    return dnnl::deconvolution_forward::primitive_desc(d, attr, engine());
   }
 
   Dims out_dims(const Dims& xd, const Dims& wd, const Geom& g) const {
@@ -155,11 +242,19 @@ struct DnnlConv::Impl {
   }
 };
 
-DnnlConv::DnnlConv(bool transpose, int64_t group) : impl_(std::make_unique<Impl>()) {
+DnnlConv::DnnlConv(bool transpose, int64_t group, std::vector<ConvPostOp> post) : impl_(std::make_unique<Impl>()) {
   impl_->transpose = transpose;
   impl_->group = group;
+  impl_->post = std::move(post);
 }
 DnnlConv::~DnnlConv() = default;
+
+void DnnlConv::set_layout(int64_t src_blk, int64_t dst_blk, int64_t res_blk) {
+  impl_->src_blk = src_blk;
+  impl_->dst_blk = dst_blk;
+  impl_->res_blk = res_blk;
+  impl_->cache.clear();
+}
 
 void DnnlConv::prepack(const Tensor& w, const Tensor* bias, int64_t channels, const Geom& probe) {
   impl_->constant = true;
@@ -174,8 +269,16 @@ void DnnlConv::prepack(const Tensor& w, const Tensor* bias, int64_t channels, co
   }
 }
 
-bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom& g, Tensor& y) {
+bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom& g, Tensor& y,
+                   const Tensor* residual) {
   Impl& s = *impl_;
+  Dims xd = s.src_blk ? logical_dims(x.dims(), s.transpose ? w.dim(0) : w.dim(1) * s.group) : x.dims();
+  Dims yd = s.out_dims(xd, w.dims(), g);
+  if ((s.dst_blk ? blocked_dims(yd, s.dst_blk) : yd) != y.dims()) return false;
+  if (!has_sum(s.post)) residual = nullptr;
+  else if (!residual || residual->dtype() != DType::Float ||
+           residual->dims() != (s.res_blk ? blocked_dims(yd, s.res_blk) : yd))
+    return false;
   Dims key = x.dims();
   key.insert(key.end(), w.dims().begin(), w.dims().end());
   key.push_back(b ? 1 : 0);
@@ -183,19 +286,34 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
   if (it == s.cache.end()) {
     Impl::Entry e;
     try {
-      auto pd = s.make_pd(x.dims(), w.dims(), b != nullptr, g, y.dims());
+      auto pd = s.make_pd(xd, w.dims(), b != nullptr, g, yd);
+      // With one side fixed blocked and the other left open, oneDNN may settle for its reference
+      // implementation (seen for small depthwise convs writing plain output); both sides blocked
+      // then usually get a jit kernel, at the price of one reorder.
+      auto is_ref = [](const dnnl::primitive_desc& p) { return std::string(p.impl_info_str()).rfind("ref", 0) == 0; };
+      if (is_ref(pd) && (s.src_blk || s.dst_blk)) {
+        try {
+          auto blocked = s.make_pd(xd, w.dims(), b != nullptr, g, yd, true);
+          if (!is_ref(blocked)) pd = blocked;
+        } catch (const dnnl::error&) {
+          // Keep the reference implementation.
+        }
+      }
       e.prim = dnnl::primitive(pd);
       e.src_md = pd.src_desc();
       e.wei_md = pd.weights_desc();
       e.dst_md = pd.dst_desc();
-      e.src_user = plain_desc(x.dims());
-      e.dst_user = plain_desc(y.dims());
+      e.src_user = user_desc(xd, s.src_blk);
+      e.dst_user = user_desc(yd, s.dst_blk);
+      e.res_user = user_desc(yd, s.res_blk);
       e.wei_user = user_weights_desc(s.transpose, s.group, w.dims());
       e.src_re = !(e.src_md == e.src_user);
       e.dst_re = !(e.dst_md == e.dst_user);
       e.wei_re = !(e.wei_md == e.wei_user);
       if (e.src_re) e.src_r = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.src_user, engine(), e.src_md));
       if (e.dst_re) e.dst_r = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.dst_md, engine(), e.dst_user));
+      e.res_re = has_sum(s.post) && !(e.res_user == e.dst_md);
+      if (e.res_re) e.res_r = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.res_user, engine(), e.dst_md));
       if (e.wei_re && !s.constant) e.wei_mem = memory(e.wei_md, engine());
       e.ok = true;
     } catch (const dnnl::error&) {
@@ -216,6 +334,15 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
     e.src_r.execute(st, src_user, src);
   }
   if (e.dst_re) dst = memory(e.dst_md, engine(), scratch(1).get(e.dst_md.get_size()));
+  if (residual) {
+    // The sum post-op adds what dst holds before the conv writes it.
+    if (e.res_re) {
+      memory r(e.res_user, engine(), const_cast<void*>(residual->raw()));
+      e.res_r.execute(st, r, dst);
+    } else if (residual->raw() != dst.get_data_handle()) {
+      std::memcpy(dst.get_data_handle(), residual->raw(), e.dst_md.get_size());
+    }
+  }
   memory wei;
   if (s.constant) {
     wei = e.wei_re ? s.packed_for(e.wei_md) : memory(e.wei_user, engine(), const_cast<void*>(s.const_w.raw()));

@@ -3,27 +3,53 @@
 // plain NC<spatial> layout at the kernel boundary; weights are kept in the layout oneDNN picks.
 // Primitives are created once per input shape and cached in the object (one object per node).
 #include <memory>
+#include <vector>
 
 #include "runtime/kernels/conv_geom.h"
 
 namespace t2o::kern {
 
+// An operation applied to the conv output before it is stored (FusedConv, see optimize.h).
+struct ConvPostOp {
+  enum class Kind { Relu, Clip, Swish, HardSwish, Sum };
+  Kind kind = Kind::Relu;
+  float alpha = 0, beta = 0;  // Relu: negative slope; Clip: bounds
+  // The plain (reference) form of an eltwise post-op.
+  float apply(float x) const;
+};
+
+// Channel-blocked activations, oneDNN's nChw16c (AVX-512) or nChw8c: a 2-d conv output kept in
+// the layout the next conv reads, so no reorder runs between them. Physical dims are
+// [N, ceil(C/b), H, W, b]; channels past C are zero.
+int64_t channel_block();  // 16 with AVX-512, else 8
+Dims blocked_dims(const Dims& logical, int64_t blk);
+// Logical [N, C, H, W] of a blocked tensor with `c` channels; throws when they do not fit.
+Dims logical_dims(const Dims& blocked, int64_t c);
+// Reorders between plain NCHW and blocked f32 (`to` already has its dims).
+void to_plain(const Tensor& blocked, Tensor& plain);
+void to_blocked(const Tensor& plain, Tensor& blocked);
+
 class DnnlConv {
  public:
   // `transpose`: ConvTranspose (weights C x M/group x k...), else Conv (weights M x C/group x k...).
-  DnnlConv(bool transpose, int64_t group);
+  DnnlConv(bool transpose, int64_t group, std::vector<ConvPostOp> post = {});
+  // Block sizes (0 = plain NCHW) of the activations as the caller stores them: x, y, residual.
+  void set_layout(int64_t src_blk, int64_t dst_blk, int64_t res_blk);
   ~DnnlConv();
   DnnlConv(const DnnlConv&) = delete;
   DnnlConv& operator=(const DnnlConv&) = delete;
 
+  // x, y and residual are stored as set_layout says; g is the logical geometry.
   // Declares the weight constant and packs it for the geometry `probe` (batch 1, `channels`
   // input channels; `bias` only says whether there is one). Later runs reuse the packing
   // whenever oneDNN picks the same layout, and pack again (once) when it does not.
   void prepack(const Tensor& w, const Tensor* bias, int64_t channels, const Geom& probe);
   // y = conv(x, w) + b over f32 tensors with geometry g (g.out must match y). For constant
   // weights pass the same tensors as to prepack. Returns false when oneDNN has no implementation
-  // for this configuration: the caller then uses the reference kernel.
-  bool run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom& g, Tensor& y);
+  // for this configuration: the caller then uses the reference kernel. With a Sum post-op,
+  // `residual` (same dims as y) is added before the post-ops that follow it.
+  bool run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom& g, Tensor& y,
+           const Tensor* residual = nullptr);
 
  private:
   struct Impl;

@@ -1,0 +1,289 @@
+// Conv + activation / residual-Add fusion (see optimize.h). Fusing saves a full pass over the
+// activation per fused op and lets oneDNN apply the post-ops while the output is still in cache.
+#include "runtime/optimize.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "runtime/kernels/conv_dnnl.h"
+
+namespace t2o {
+
+namespace {
+
+bool default_domain(const Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
+
+struct PostOp {
+  std::string kind;
+  float alpha = 0, beta = 0;
+};
+
+class Fuser {
+ public:
+  explicit Fuser(Model& m) : m_(m), g_(m.graph) {
+    for (const ValueInfo& o : g_.outputs) pinned_.insert(o.name);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      for (const auto& in : n.inputs)
+        if (!in.empty()) readers_[in].push_back(i);
+      for (const auto& out : n.outputs) producer_[out] = i;
+      // Names read inside subgraphs stay as they are: a fused-away value would vanish from scope.
+      for (const Attribute& a : n.attributes) {
+        std::vector<const Graph*> subs;
+        if (a.g) subs.push_back(a.g.get());
+        for (const auto& s : a.graphs) subs.push_back(s.get());
+        for (const Graph* s : subs) {
+          s->for_each_node([&](const Node& sn) { pinned_.insert(sn.inputs.begin(), sn.inputs.end()); });
+          for (const ValueInfo& o : s->outputs) pinned_.insert(o.name);
+        }
+      }
+    }
+  }
+
+  int run() {
+    int fused = 0;
+    std::vector<bool>& dead = dead_;
+    dead.assign(g_.nodes.size(), false);
+    std::map<size_t, Node> replace;  // position of the chain's last node -> fused node
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& conv = g_.nodes[i];
+      if (dead[i] || conv.op_type != "Conv" || !default_domain(conv) || conv.outputs.size() != 1) continue;
+      const Tensor* w = conv.has_input(1) ? constant(conv.inputs[1]) : nullptr;
+      // Only f32 weights: X must match them, so the fused kernel runs f32 (or reports the error).
+      if (!w || w->dtype() != DType::Float || conv.inputs.size() > 3) continue;
+      std::vector<PostOp> ops;
+      std::vector<size_t> chain;
+      std::string residual, cur = conv.outputs[0];
+      while (true) {
+        std::vector<size_t> next;
+        std::optional<PostOp> op = match(cur, residual.empty(), next, residual);
+        if (!op) break;
+        ops.push_back(*op);
+        for (size_t j : next) chain.push_back(j);
+        cur = g_.nodes[next.back()].outputs[0];
+      }
+      if (ops.empty()) continue;
+      Node f;
+      f.name = conv.name;
+      f.doc_string = conv.doc_string;
+      f.op_type = "FusedConv";
+      f.domain = kInternalDomain;
+      f.attributes = conv.attributes;
+      f.inputs = conv.inputs;
+      f.inputs.resize(3);
+      if (!residual.empty()) f.inputs.push_back(residual);
+      f.outputs = {cur};
+      std::vector<std::string> kinds;
+      std::vector<float> alphas, betas;
+      for (const PostOp& p : ops) kinds.push_back(p.kind), alphas.push_back(p.alpha), betas.push_back(p.beta);
+      f.set_attr(Attribute::make_strings("post_ops", kinds));
+      f.set_attr(Attribute::make_floats("post_alpha", alphas));
+      f.set_attr(Attribute::make_floats("post_beta", betas));
+      dead[i] = true;
+      for (size_t j : chain) dead[j] = true;
+      size_t last = *std::max_element(chain.begin(), chain.end());
+      replace[last] = std::move(f);
+      fused += static_cast<int>(chain.size());
+    }
+    if (!fused) return 0;
+    std::vector<Node> nodes;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (auto it = replace.find(i); it != replace.end()) nodes.push_back(std::move(it->second));
+      else if (!dead[i]) nodes.push_back(std::move(g_.nodes[i]));
+    }
+    g_.nodes = std::move(nodes);
+    add_domain();
+    return fused;
+  }
+
+  // Channel-blocked activations between convs: a conv whose output some conv reads (as X or as
+  // the residual) writes it blocked under a new name; readers that want NCHW get it through a
+  // FromBlocked node under the original name. Returns how many values went blocked.
+  int block_layouts(int64_t blk) {
+    std::vector<bool> cand(g_.nodes.size());
+    for (size_t i = 0; i < g_.nodes.size(); ++i) cand[i] = blockable(g_.nodes[i]);
+    std::map<size_t, Node> after;  // FromBlocked nodes, by producer position
+    int count = 0;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (!cand[i]) continue;
+      std::string v = g_.nodes[i].outputs[0];
+      auto rit = readers_.find(v);
+      if (rit == readers_.end()) continue;
+      bool conv_reads = false, plain_reads = pinned_.count(v) > 0;
+      for (size_t j : rit->second) {
+        const Node& r = g_.nodes[j];
+        for (size_t k = 0; k < r.inputs.size(); ++k) {
+          if (r.inputs[k] != v) continue;
+          if (cand[j] && (k == 0 || k == 3)) conv_reads = true;
+          else plain_reads = true;
+        }
+      }
+      if (!conv_reads) continue;
+      std::string bv = v + "#blocked";
+      while (readers_.count(bv) || producer_.count(bv)) bv += "_";
+      for (size_t j : rit->second) {
+        if (!cand[j]) continue;
+        Node& r = g_.nodes[j];
+        for (size_t k : {size_t{0}, size_t{3}}) {
+          if (k >= r.inputs.size() || r.inputs[k] != v) continue;
+          r.inputs[k] = bv;
+          r.set_attr(Attribute::make_int(k == 0 ? "src_block" : "res_block", blk));
+          as_fused(r);
+        }
+      }
+      Node& p = g_.nodes[i];
+      p.outputs[0] = bv;
+      p.set_attr(Attribute::make_int("dst_block", blk));
+      as_fused(p);
+      if (plain_reads) {
+        Node f;
+        f.name = p.name + "/to_nchw";
+        f.doc_string = p.doc_string;
+        f.op_type = "FromBlocked";
+        f.domain = kInternalDomain;
+        f.inputs = {bv};
+        f.outputs = {v};
+        f.set_attr(Attribute::make_int("channels", constant(p.inputs[1])->dim(0)));
+        after[i] = std::move(f);
+      }
+      ++count;
+    }
+    if (!count) return 0;
+    std::vector<Node> nodes;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      nodes.push_back(std::move(g_.nodes[i]));
+      if (auto it = after.find(i); it != after.end()) nodes.push_back(std::move(it->second));
+    }
+    g_.nodes = std::move(nodes);
+    add_domain();
+    return count;
+  }
+
+ private:
+  // A 2-d f32 conv with constant weights: the kind whose activations may go blocked.
+  bool blockable(const Node& n) const {
+    bool conv = (n.op_type == "Conv" && default_domain(n)) || (n.op_type == "FusedConv" && n.domain == kInternalDomain);
+    if (!conv || n.outputs.size() != 1 || n.outputs[0].empty() || n.inputs.size() > 4 || !n.has_input(1)) return false;
+    const Tensor* w = constant(n.inputs[1]);
+    return w && w->dtype() == DType::Float && w->rank() == 4;
+  }
+
+  static void as_fused(Node& n) {
+    n.op_type = "FusedConv";
+    n.domain = kInternalDomain;
+  }
+
+  void add_domain() {
+    for (const auto& o : m_.opset_import)
+      if (o.domain == kInternalDomain) return;
+    m_.opset_import.push_back({kInternalDomain, 1});
+  }
+
+  // The single reader of `v`, when v may be fused away.
+  std::optional<size_t> only_reader(const std::string& v) const {
+    if (pinned_.count(v)) return std::nullopt;
+    auto it = readers_.find(v);
+    if (it == readers_.end() || it->second.size() != 1) return std::nullopt;
+    // A reader already taken by another chain (two convs meeting in one Add) is not available.
+    if (is_dead(it->second[0])) return std::nullopt;
+    return it->second[0];
+  }
+
+  // The next post-op reading `cur`; `next` gets the nodes it replaces (last one produces the result).
+  std::optional<PostOp> match(const std::string& cur, bool sum_allowed, std::vector<size_t>& next,
+                              std::string& residual) {
+    next.clear();
+    if (auto sw = match_swish(cur)) {
+      next = *sw;
+      return PostOp{"swish", 1.0f, 0.0f};
+    }
+    auto r = only_reader(cur);
+    if (!r) return std::nullopt;
+    const Node& n = g_.nodes[*r];
+    if (!default_domain(n) || n.outputs.size() != 1 || n.outputs[0].empty()) return std::nullopt;
+    next = {*r};
+    const std::string& op = n.op_type;
+    if (op == "Relu") return PostOp{"relu", 0.0f, 0.0f};
+    if (op == "LeakyRelu") return PostOp{"relu", n.attr_float("alpha", 0.01f), 0.0f};
+    if (op == "HardSwish") return PostOp{"hardswish", 0.0f, 0.0f};
+    if (op == "Clip" && n.inputs[0] == cur) {
+      float lo = -FLT_MAX, hi = FLT_MAX;
+      if (n.has_attr("min") || n.has_attr("max") || n.inputs.size() == 1) {
+        lo = n.attr_float("min", lo);
+        hi = n.attr_float("max", hi);
+      } else {
+        for (int k = 1; k <= 2; ++k) {
+          if (!n.has_input(k)) continue;
+          const Tensor* t = constant(n.inputs[static_cast<size_t>(k)]);
+          if (!t || t->dtype() != DType::Float || t->numel() != 1) return std::nullopt;
+          (k == 1 ? lo : hi) = t->data<float>()[0];
+        }
+      }
+      // ONNX gives max when min > max; oneDNN's clip would give min.
+      if (!(lo <= hi)) return std::nullopt;
+      return PostOp{"clip", lo, hi};
+    }
+    if (op == "Add" && sum_allowed && n.inputs.size() == 2 && !n.has_attr("broadcast") &&
+        n.inputs[0] != n.inputs[1]) {
+      residual = n.inputs[0] == cur ? n.inputs[1] : n.inputs[0];
+      return PostOp{"sum", 1.0f, 0.0f};
+    }
+    return std::nullopt;
+  }
+
+  // x -> Sigmoid -> Mul(x, sigmoid(x)): both readers of x, in either input order.
+  std::optional<std::vector<size_t>> match_swish(const std::string& cur) const {
+    if (pinned_.count(cur)) return std::nullopt;
+    auto it = readers_.find(cur);
+    if (it == readers_.end() || it->second.size() != 2) return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      size_t si = it->second[static_cast<size_t>(k)], mi = it->second[static_cast<size_t>(1 - k)];
+      if (is_dead(si) || is_dead(mi)) continue;
+      const Node& s = g_.nodes[si];
+      const Node& mul = g_.nodes[mi];
+      if (s.op_type != "Sigmoid" || !default_domain(s) || s.outputs.size() != 1) continue;
+      if (mul.op_type != "Mul" || !default_domain(mul) || mul.inputs.size() != 2 || mul.outputs.size() != 1) continue;
+      auto sr = only_reader(s.outputs[0]);
+      if (!sr || *sr != mi) continue;
+      const auto& in = mul.inputs;
+      if ((in[0] == cur && in[1] == s.outputs[0]) || (in[1] == cur && in[0] == s.outputs[0]))
+        return std::vector<size_t>{si, mi};
+    }
+    return std::nullopt;
+  }
+
+  const Tensor* constant(const std::string& name) const {
+    if (const Initializer* init = g_.find_initializer(name)) {
+      // An initializer that is also a graph input may be overridden at run time.
+      return g_.find_input(name) ? nullptr : &init->tensor;
+    }
+    auto it = producer_.find(name);
+    if (it == producer_.end()) return nullptr;
+    const Node& n = g_.nodes[it->second];
+    if (n.op_type != "Constant" || !default_domain(n)) return nullptr;
+    return n.attr_tensor("value");
+  }
+
+  bool is_dead(size_t i) const { return i < dead_.size() && dead_[i]; }
+
+  Model& m_;
+  Graph& g_;
+  std::vector<bool> dead_;  // nodes already folded into a fused node
+  std::set<std::string> pinned_;
+  std::map<std::string, std::vector<size_t>> readers_;
+  std::map<std::string, size_t> producer_;
+};
+
+}  // namespace
+
+int optimize_for_runtime(Model& m) {
+  int fused = Fuser(m).run();
+  // A fresh analysis: fusion renumbered the nodes.
+  Fuser(m).block_layouts(kern::channel_block());
+  return fused;
+}
+
+}  // namespace t2o

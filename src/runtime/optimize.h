@@ -1,0 +1,26 @@
+#pragma once
+// Runtime graph rewrites, applied by Session at build when fast paths are on (never with
+// fast_paths=false, so reference runs and run_all see the graph as written).
+//
+// Conv followed by activations and/or a residual Add becomes one node
+//   ai.torch2onnx.internal::FusedConv(X, W, [B], [R])
+// carrying Conv's attributes plus `post_ops` (names, applied in order), `post_alpha` and
+// `post_beta` (one value each per post-op). Post-ops: "relu" (alpha = negative slope, so
+// LeakyRelu too), "clip" (alpha..beta), "swish" (x*sigmoid(x)), "hardswish", "sum" (+ R).
+// A value is fused away only when its single reader is the next op of the chain and it is not a
+// graph output, so the names that remain carry the same values as in the unfused graph.
+//
+// Then activations between 2-d convs go channel-blocked (attributes src_block / dst_block /
+// res_block = oneDNN's block size), under new names "<name>#blocked"; any other reader gets the
+// NCHW value under the original name from a FromBlocked(channels) node. This removes the
+// reorders oneDNN would otherwise run on both sides of every conv.
+#include "ir/graph.h"
+
+namespace t2o {
+
+inline constexpr const char* kInternalDomain = "ai.torch2onnx.internal";
+
+// Rewrites `m` in place; returns how many nodes were fused away.
+int optimize_for_runtime(Model& m);
+
+}  // namespace t2o

@@ -1,0 +1,255 @@
+// Conv fusion (runtime/optimize.h): a fused session (fast paths) against the unfused reference
+// session on random conv shapes and every post-op chain the fuser knows, plus the cases it must
+// leave alone (shared intermediates, graph outputs, broadcasting residuals).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/session.h"
+
+using namespace t2o;
+
+namespace {
+
+Tensor random_float(std::mt19937& g, const Dims& d) {
+  Tensor t(DType::Float, d);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = u(g);
+  return t;
+}
+
+Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out, std::vector<Attribute> attrs = {}) {
+  Node n;
+  n.op_type = std::move(op);
+  n.name = n.op_type + "_" + out[0];
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attributes = std::move(attrs);
+  return n;
+}
+
+// A conv model: x -> Conv -> `tail` nodes. The conv output is "c"; inputs "x" and "r" (residual).
+struct Builder {
+  Model m;
+  Builder() { m.opset_import = {{"", 13}}; }
+  void input(const std::string& name, const Dims& d) { m.graph.inputs.push_back({name, Type::tensor(DType::Float, Shape::of(d)), {}}); }
+  void init(const std::string& name, Tensor t) { m.graph.initializers.push_back({name, std::move(t), {}}); }
+  void add(Node n) { m.graph.nodes.push_back(std::move(n)); }
+  void output(const std::string& name) { m.graph.outputs.push_back({name, Type::tensor(DType::Float), {}}); }
+};
+
+struct ConvCase {
+  Dims x, w;
+  std::vector<Attribute> attrs;
+  Dims y;
+};
+
+ConvCase random_conv(std::mt19937& g) {
+  auto pick = [&](int lo, int hi) { return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(g)); };
+  ConvCase c;
+  int64_t n = pick(1, 2), ch = pick(1, 20), h = pick(3, 12), wd = pick(3, 12);
+  bool depthwise = pick(0, 3) == 0;
+  int64_t group = depthwise ? ch : 1;
+  int64_t m = depthwise ? ch : pick(1, 24);
+  int64_t k = pick(0, 1) ? 3 : 1, s = pick(1, 2), p = k == 3 ? pick(0, 1) : 0;
+  c.x = {n, ch, h, wd};
+  c.w = {m, ch / group, k, k};
+  c.attrs = {Attribute::make_int("group", group), Attribute::make_ints("strides", {s, s}),
+             Attribute::make_ints("pads", {p, p, p, p}), Attribute::make_ints("kernel_shape", {k, k})};
+  c.y = {n, m, (h + 2 * p - k) / s + 1, (wd + 2 * p - k) / s + 1};
+  return c;
+}
+
+std::map<std::string, RValue> run_all(const Model& m, bool fast, const std::map<std::string, RValue>& feeds, int threads) {
+  SessionOptions so;
+  so.fast_paths = fast;
+  so.threads = threads;
+  Session s(m, so);
+  return s.run_all(feeds);
+}
+
+void expect_close(const Tensor& want, const Tensor& got, const std::string& what) {
+  ASSERT_EQ(want.dims(), got.dims()) << what;
+  const float* w = want.data<float>();
+  const float* g = got.data<float>();
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(w[i], g[i], 1e-4 * (1 + std::fabs(w[i]))) << what << " at " << i;
+}
+
+// The activation chains appended after the conv output "c"; each ends in value "out".
+enum class Tail { Relu, Leaky, Clip, ClipAttr, Swish, SwishSwapped, HardSwish, AddRelu, AddFirst, AddClip, ReluAdd };
+constexpr Tail kTails[] = {Tail::Relu, Tail::Leaky, Tail::Clip, Tail::ClipAttr, Tail::Swish, Tail::SwishSwapped,
+                           Tail::HardSwish, Tail::AddRelu, Tail::AddFirst, Tail::AddClip, Tail::ReluAdd};
+
+void add_tail(Builder& b, Tail t) {
+  switch (t) {
+    case Tail::Relu: b.add(node("Relu", {"c"}, {"out"})); break;
+    case Tail::Leaky: b.add(node("LeakyRelu", {"c"}, {"out"}, {Attribute::make_float("alpha", 0.2f)})); break;
+    case Tail::Clip:
+      b.init("lo", Tensor::scalar<float>(0.0f));
+      b.init("hi", Tensor::scalar<float>(0.5f));
+      b.add(node("Clip", {"c", "lo", "hi"}, {"out"}));
+      break;
+    case Tail::ClipAttr:
+      b.m.opset_import = {{"", 6}};
+      b.add(node("Clip", {"c"}, {"out"}, {Attribute::make_float("min", -0.3f), Attribute::make_float("max", 0.4f)}));
+      break;
+    case Tail::Swish:
+      b.add(node("Sigmoid", {"c"}, {"s"}));
+      b.add(node("Mul", {"c", "s"}, {"out"}));
+      break;
+    case Tail::SwishSwapped:
+      b.add(node("Sigmoid", {"c"}, {"s"}));
+      b.add(node("Mul", {"s", "c"}, {"out"}));
+      break;
+    case Tail::HardSwish:
+      b.m.opset_import = {{"", 14}};
+      b.add(node("HardSwish", {"c"}, {"out"}));
+      break;
+    case Tail::AddRelu:
+      b.add(node("Add", {"c", "r"}, {"a"}));
+      b.add(node("Relu", {"a"}, {"out"}));
+      break;
+    case Tail::AddFirst: b.add(node("Add", {"r", "c"}, {"out"})); break;
+    case Tail::AddClip:
+      b.init("lo", Tensor::scalar<float>(0.0f));
+      b.init("hi", Tensor::scalar<float>(6.0f));
+      b.add(node("Add", {"c", "r"}, {"a"}));
+      b.add(node("Clip", {"a", "lo", "hi"}, {"out"}));
+      break;
+    case Tail::ReluAdd:
+      b.add(node("Relu", {"c"}, {"a"}));
+      b.add(node("Add", {"a", "r"}, {"out"}));
+      break;
+  }
+}
+
+bool uses_residual(Tail t) { return t == Tail::AddRelu || t == Tail::AddFirst || t == Tail::AddClip || t == Tail::ReluAdd; }
+
+TEST(RuntimeFusion, FusedMatchesReferenceOnRandomShapes) {
+  std::mt19937 g(7);
+  for (int iter = 0; iter < 60; ++iter) {
+    ConvCase c = random_conv(g);
+    Tail tail = kTails[static_cast<size_t>(iter) % std::size(kTails)];
+    // Residuals: same shape as the conv output (oneDNN sum), or broadcast per channel (reference).
+    bool bcast = uses_residual(tail) && iter % 3 == 2;
+    Builder b;
+    b.input("x", c.x);
+    b.init("w", random_float(g, c.w));
+    bool bias = iter % 2 == 0;
+    if (bias) b.init("b", random_float(g, {c.w[0]}));
+    std::map<std::string, RValue> feeds{{"x", random_float(g, c.x)}};
+    Dims rd = bcast ? Dims{1, c.y[1], 1, 1} : c.y;
+    if (uses_residual(tail)) {
+      b.input("r", rd);
+      feeds["r"] = random_float(g, rd);
+    }
+    b.add(node("Conv", bias ? std::vector<std::string>{"x", "w", "b"} : std::vector<std::string>{"x", "w"}, {"c"}, c.attrs));
+    add_tail(b, tail);
+    b.output("out");
+    std::string what = "iter " + std::to_string(iter) + " x " + dims_to_string(c.x) + " w " + dims_to_string(c.w);
+    auto want = run_all(b.m, false, feeds, 1);
+    for (int threads : {1, 2}) {
+      auto got = run_all(b.m, true, feeds, threads);
+      expect_close(want.at("out").tensor, got.at("out").tensor, what);
+      // The conv output was fused away: it is no longer a value of the run.
+      EXPECT_EQ(got.count("c"), 0u) << what;
+      EXPECT_EQ(want.count("c"), 1u) << what;
+    }
+  }
+}
+
+TEST(RuntimeFusion, SharedOrOutputIntermediatesStay) {
+  std::mt19937 g(11);
+  ConvCase c{{1, 4, 6, 6}, {8, 4, 3, 3}, {Attribute::make_ints("pads", {1, 1, 1, 1})}, {1, 8, 6, 6}};
+  std::map<std::string, RValue> feeds{{"x", random_float(g, c.x)}};
+  for (int variant = 0; variant < 2; ++variant) {
+    Builder b;
+    b.input("x", c.x);
+    b.init("w", random_float(g, c.w));
+    b.add(node("Conv", {"x", "w"}, {"c"}, c.attrs));
+    b.add(node("Relu", {"c"}, {"out"}));
+    b.output("out");
+    if (variant == 0) b.output("c");  // a graph output is never fused away
+    else b.add(node("Neg", {"c"}, {"n"})), b.output("n");  // nor a value with another reader
+    auto want = run_all(b.m, false, feeds, 1);
+    auto got = run_all(b.m, true, feeds, 1);
+    ASSERT_EQ(got.count("c"), 1u);
+    expect_close(want.at("c").tensor, got.at("c").tensor, "c");
+    expect_close(want.at("out").tensor, got.at("out").tensor, "out");
+  }
+}
+
+TEST(RuntimeFusion, ChainsOfFusedConvs) {
+  // conv -> relu -> conv -> add(first relu) -> relu: the residual block shape of ResNet.
+  std::mt19937 g(5);
+  Builder b;
+  b.input("x", {1, 16, 10, 10});
+  auto pads = Attribute::make_ints("pads", {1, 1, 1, 1});
+  b.init("w1", random_float(g, {16, 16, 3, 3}));
+  b.init("w2", random_float(g, {16, 16, 3, 3}));
+  b.init("b2", random_float(g, {16}));
+  b.add(node("Conv", {"x", "w1"}, {"c1"}, {pads}));
+  b.add(node("Relu", {"c1"}, {"r1"}));
+  b.add(node("Conv", {"r1", "w2", "b2"}, {"c2"}, {pads}));
+  b.add(node("Add", {"c2", "r1"}, {"a"}));
+  b.add(node("Relu", {"a"}, {"out"}));
+  b.output("out");
+  std::map<std::string, RValue> feeds{{"x", random_float(g, {1, 16, 10, 10})}};
+  auto want = run_all(b.m, false, feeds, 1);
+  SessionOptions so;
+  so.threads = 2;
+  Session s(b.m, so);
+  for (int i = 0; i < 3; ++i) {  // repeated runs reuse pooled buffers
+    auto got = s.run(feeds);
+    expect_close(want.at("out").tensor, got.at("out").tensor, "run " + std::to_string(i));
+  }
+  auto all = s.run_all(feeds);
+  EXPECT_EQ(all.count("c1"), 0u);
+  EXPECT_EQ(all.count("c2"), 0u);
+  EXPECT_EQ(all.count("a"), 0u);
+  // r1 is read only by the second conv (as X and residual): it travels channel-blocked instead.
+  EXPECT_EQ(all.count("r1"), 0u);
+}
+
+TEST(RuntimeFusion, BlockedChainsMatchReference) {
+  // m = Relu(convA(x)); out = Relu(convB(m) + m), with m sometimes also a graph output (so it is
+  // converted back to NCHW) and channel counts that do not fill a block.
+  std::mt19937 g(23);
+  for (int iter = 0; iter < 24; ++iter) {
+    ConvCase a = random_conv(g);
+    int64_t m = a.y[1];
+    bool depthwise = iter % 3 == 0;
+    int64_t k = iter % 2 ? 3 : 1;
+    Dims wb{m, depthwise ? 1 : m, k, k};
+    Builder b;
+    b.input("x", a.x);
+    b.init("wa", random_float(g, a.w));
+    b.init("wb", random_float(g, wb));
+    b.init("bb", random_float(g, {m}));
+    b.add(node("Conv", {"x", "wa"}, {"ca"}, a.attrs));
+    b.add(node("Relu", {"ca"}, {"m"}));
+    b.add(node("Conv", {"m", "wb", "bb"}, {"cb"},
+               {Attribute::make_int("group", depthwise ? m : 1), Attribute::make_ints("pads", {k / 2, k / 2, k / 2, k / 2})}));
+    b.add(node("Add", {"cb", "m"}, {"s"}));
+    b.add(node("Relu", {"s"}, {"out"}));
+    b.output("out");
+    bool m_out = iter % 4 == 1;
+    if (m_out) b.output("m");
+    std::map<std::string, RValue> feeds{{"x", random_float(g, a.x)}};
+    std::string what = "iter " + std::to_string(iter) + " x " + dims_to_string(a.x) + " wa " + dims_to_string(a.w) +
+                       " wb " + dims_to_string(wb);
+    auto want = run_all(b.m, false, feeds, 1);
+    auto got = run_all(b.m, true, feeds, 2);
+    expect_close(want.at("out").tensor, got.at("out").tensor, what);
+    EXPECT_EQ(got.count("m"), m_out ? 1u : 0u) << what;
+    if (m_out) expect_close(want.at("m").tensor, got.at("m").tensor, what + " m");
+  }
+}
+
+}  // namespace
