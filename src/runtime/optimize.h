@@ -20,7 +20,7 @@ namespace t2o {
 
 inline constexpr const char* kInternalDomain = "ai.torch2onnx.internal";
 
-// Rewrites `m` in place; returns how many nodes were fused away.
+// Rewrites `m` in place; returns how many rewrites it made (0: the graph is unchanged).
 int optimize_for_runtime(Model& m);
 
 }  // namespace t2o

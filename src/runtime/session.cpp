@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <mutex>
 #include <thread>
 
 #include "onnx/model_io.h"
@@ -23,6 +24,13 @@ struct Session::Impl {
   std::vector<ValueInfo> inputs;
   Graph exec_graph;  // the graph GraphExec runs: model.graph rewritten by optimize.h when fast
   std::unique_ptr<GraphExec> exec;
+  // run_all promises every value of the graph as written, which fusion removes: it runs this
+  // unrewritten plan (same kernels and options, built at the first run_all) instead.
+  bool rewritten = false;
+  std::unordered_map<std::string, int64_t> opsets;
+  ExecOptions exec_opts;
+  std::once_flag full_once;
+  std::unique_ptr<GraphExec> full_exec;
 
   void check_input(const ValueInfo& vi, const RValue& v, std::map<std::string, int64_t>& symbols) const {
     const Type& t = vi.type;
@@ -95,11 +103,12 @@ Session::Session(Model model, SessionOptions opts) : impl_(std::make_unique<Impl
   set_runtime_threads(opts.threads);
   // model() stays as loaded; fusion rewrites a copy (tensors share storage, so it is cheap).
   Model run_model = impl_->model;
-  if (opts.fast_paths) optimize_for_runtime(run_model);
+  if (opts.fast_paths) impl_->rewritten = optimize_for_runtime(run_model) > 0;
   impl_->exec_graph = std::move(run_model.graph);
-  std::unordered_map<std::string, int64_t> opsets;
+  for (const auto& o : impl_->model.opset_import) impl_->opsets[o.domain == "ai.onnx" ? "" : o.domain] = o.version;
+  std::unordered_map<std::string, int64_t> opsets = impl_->opsets;
   for (const auto& o : run_model.opset_import) opsets[o.domain == "ai.onnx" ? "" : o.domain] = o.version;
-  ExecOptions eo;
+  ExecOptions& eo = impl_->exec_opts;
   eo.threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   eo.fast_paths = opts.fast_paths;
   impl_->exec = std::make_unique<GraphExec>(impl_->exec_graph, opsets, eo);
@@ -134,7 +143,13 @@ std::vector<RValue> Session::run_ordered(const std::vector<RValue>& inputs) {
 
 std::map<std::string, RValue> Session::run_all(const std::map<std::string, RValue>& inputs) {
   std::unordered_map<std::string, RValue> all;
-  std::vector<RValue> outs = impl_->exec->run_graph(impl_->bind(inputs), nullptr, &all);
+  GraphExec* exec = impl_->exec.get();
+  if (impl_->rewritten) {
+    Impl& m = *impl_;
+    std::call_once(m.full_once, [&m] { m.full_exec = std::make_unique<GraphExec>(m.model.graph, m.opsets, m.exec_opts); });
+    exec = m.full_exec.get();
+  }
+  std::vector<RValue> outs = exec->run_graph(impl_->bind(inputs), nullptr, &all);
   std::map<std::string, RValue> r(all.begin(), all.end());
   for (size_t i = 0; i < outs.size(); ++i) r[impl_->model.graph.outputs[i].name] = std::move(outs[i]);
   return r;
