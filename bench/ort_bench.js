@@ -1,5 +1,7 @@
 // Times a model in ONNX Runtime:  node ort_bench.js MODEL.onnx INPUT.npy THREADS ITERS [OUT.npy]
 // Graph optimizations on, sequential execution, intra-op threads = THREADS. Prints one JSON line.
+// ORT_NO_SPIN=1 turns off ORT's spinning thread pool (session.intra_op.allow_spinning=0), the
+// counterpart of OMP_WAIT_POLICY=passive that t2o_bench uses; the default is ORT's own (spinning).
 'use strict';
 const { readNpy, writeNpy, loadOrt } = require('./npy.js');
 const ort = loadOrt();
@@ -10,6 +12,7 @@ async function main() {
   const s = await ort.InferenceSession.create(model, {
     graphOptimizationLevel: 'all', executionMode: 'sequential',
     intraOpNumThreads: Number(threads), interOpNumThreads: 1,
+    ...(process.env.ORT_NO_SPIN === '1' ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
   });
   const buildMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const feeds = { [s.inputNames[0]]: readNpy(ort, input) };
