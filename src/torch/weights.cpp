@@ -1,7 +1,6 @@
 #include "torch/weights.h"
 
 #include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <fstream>
 #include <map>
@@ -154,26 +153,11 @@ std::vector<std::pair<std::string, at::Tensor>> read_state_dict(const std::strin
                      "in Python, save TorchScript instead: torch.jit.script(model).save('model.pt') (or "
                      "torch.jit.trace(model, example).save(...)); or save torch.save(model.state_dict(), "
                      "'weights.pth') and convert a TorchScript architecture with --weights weights.pth");
-  std::ifstream f(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  c10::IValue v;
   try {
-    v = torch::jit::pickle_load(bytes);
+    return unpickle_state_dict(path);
   } catch (const c10::Error& e) {
     throw InputError("cannot read the state_dict in '" + path + "': " + short_message(e));
   }
-  if (!v.isGenericDict())
-    throw InputError("'" + path + "' holds a " + v.tagKind() + ", not a state_dict (a dict of tensors)");
-  std::vector<std::pair<std::string, at::Tensor>> out;
-  for (const auto& e : v.toGenericDict()) {
-    if (!e.key().isString() || !e.value().isTensor())
-      throw InputError("'" + path + "' is a dict but not a state_dict: entry " +
-                           (e.key().isString() ? "'" + e.key().toStringRef() + "'" : e.key().tagKind()) +
-                           " is not a named tensor",
-                       "a checkpoint dict? save just the weights: torch.save(model.state_dict(), path)");
-    out.emplace_back(e.key().toStringRef(), e.value().toTensor());
-  }
-  return out;
 }
 
 void explain_non_torchscript(const std::string& path) {

@@ -22,6 +22,9 @@ std::vector<std::pair<std::string, at::Tensor>> read_state_dict(const std::strin
 // TorchScript (a state_dict, or a pickled module naming its class); returns otherwise.
 void explain_non_torchscript(const std::string& path);
 
+// The reader behind read_state_dict (weights_pickle.cpp), without the file-kind checks.
+std::vector<std::pair<std::string, at::Tensor>> unpickle_state_dict(const std::string& path);
+
 // Copies a state_dict into the module's parameters and buffers with strict checking: missing and
 // unexpected keys and shape mismatches are all reported by name (InputError, exit 4).
 void load_weights(torch::jit::Module& module, const std::string& path,
