@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
     Runner r = f(app);
     runners[app.get_subcommands({})[before]] = std::move(r);
   };
+#ifdef T2O_WITH_TORCH
+  add(add_verify);
+#endif
   add(add_inspect);
   add(add_check);
   add(add_run);

@@ -1,2 +1,264 @@
-// Numerical verification (libtorch vs runtime) lives in this library.
-namespace t2o {}
+#include "verify/verify.h"
+
+#include <algorithm>
+#include <set>
+
+#include "onnx/model_io.h"
+#include "runtime/session.h"
+#include "verify/inputs.h"
+#include "verify/ort_backend.h"
+#include "verify/torch_run.h"
+
+namespace t2o {
+
+bool SampleResult::ok() const {
+  if (!problem.empty()) return false;
+  return std::all_of(outputs.begin(), outputs.end(), [](const OutputCheck& o) { return o.stats.ok(); });
+}
+
+bool VerifyReport::ok() const {
+  return !samples.empty() && std::all_of(samples.begin(), samples.end(), [](const SampleResult& s) { return s.ok(); });
+}
+
+namespace {
+
+// "model.py:42 aten::conv2d" -> {"model.py:42", "aten::conv2d"}; the converter writes it so.
+std::pair<std::string, std::string> split_doc(const std::string& doc) {
+  auto sp = doc.rfind(' ');
+  if (sp == std::string::npos) return {"", doc};
+  return {doc.substr(0, sp), doc.substr(sp + 1)};
+}
+
+std::map<std::string, RValue> feeds(const Sample& s) {
+  std::map<std::string, RValue> r;
+  for (const auto& [n, t] : s.inputs) r[n] = RValue(t);
+  return r;
+}
+
+// Why the links of a fresh conversion do not describe the given file, or "" when they do.
+std::string structure_difference(const Graph& mine, const Graph& given) {
+  if (mine.nodes.size() != given.nodes.size())
+    return "it has " + std::to_string(given.nodes.size()) + " nodes, a fresh conversion " +
+           std::to_string(mine.nodes.size());
+  for (size_t i = 0; i < mine.nodes.size(); ++i)
+    if (mine.nodes[i].name != given.nodes[i].name || mine.nodes[i].outputs != given.nodes[i].outputs)
+      return "node " + std::to_string(i) + " is '" + given.nodes[i].name + "', a fresh conversion has '" +
+             mine.nodes[i].name + "'";
+  return {};
+}
+
+class Verifier {
+ public:
+  Verifier(const std::string& pt, const std::string& onnx, const VerifyOptions& o)
+      : opts_(o), model_(load_model(onnx)), torch_(pt, o.warn ? o.warn : std::function<void(const std::string&)>([](const std::string&) {})),
+        plan_(model_.graph, o.inputs, o.dynamic, o.data) {
+    report_.pt_path = pt;
+    report_.onnx_path = onnx;
+    report_.backend = o.backend;
+    report_.tol = o.tol;
+    if (o.backend == "ort") require_ort();
+    else if (o.backend != "t2o")
+      throw Error("unknown backend '" + o.backend + "'", "use --backend t2o or --backend ort", kExitUsage);
+    if (o.backend == "t2o") session_.emplace(model_);
+  }
+
+  VerifyReport run() {
+    int n = std::max(1, opts_.samples);
+    for (int k = 0; k < n; ++k) {
+      if (opts_.progress) opts_.progress(k, n);
+      Sample s = plan_.make(k, opts_.seed);
+      TorchRun t;
+      try {
+        t = torch_.run(s.inputs, false);
+      } catch (const Error& e) {
+        if (k == 0) throw;
+        // Moved dynamic sizes can be invalid for a model (e.g. a fixed positional table).
+        report_.notes.push_back("sample " + std::to_string(k) + " skipped: " + e.what());
+        continue;
+      }
+      report_.samples.push_back(compare_sample(k, s, t.outputs, run_onnx(s)));
+      samples_.push_back(std::move(s));
+    }
+    if (opts_.progress) opts_.progress(n, n);
+    bool mismatch = !report_.ok();
+    if (mismatch || opts_.locate) {
+      size_t pick = 0;
+      for (size_t i = 0; i < report_.samples.size(); ++i)
+        if (!report_.samples[i].ok()) {
+          pick = i;
+          break;
+        }
+      if (!samples_.empty()) locate(report_.samples[pick].index, samples_[pick]);
+    }
+    return std::move(report_);
+  }
+
+ private:
+  std::vector<Tensor> run_onnx(const Sample& s) {
+    std::vector<std::string> names;
+    for (const ValueInfo& o : model_.graph.outputs) names.push_back(o.name);
+    if (opts_.backend == "ort") return run_ort(report_.onnx_path, s.inputs, names);
+    auto out = session_->run(feeds(s));
+    std::vector<Tensor> r;
+    for (const std::string& n : names) {
+      const RValue& v = out.at(n);
+      if (!v.is_tensor()) throw Error("output '" + n + "' is not a tensor; verify compares tensors only");
+      r.push_back(v.tensor);
+    }
+    return r;
+  }
+
+  SampleResult compare_sample(int k, const Sample& s, const std::vector<Tensor>& ref, const std::vector<Tensor>& got) {
+    SampleResult r;
+    r.index = k;
+    r.inputs = s.inputs;
+    r.sizes = s.sizes;
+    if (ref.size() != got.size())
+      r.problem = "PyTorch returns " + std::to_string(ref.size()) + " tensors, the ONNX model " +
+                  std::to_string(got.size()) + " outputs";
+    for (size_t i = 0; i < std::min(ref.size(), got.size()); ++i)
+      r.outputs.push_back({model_.graph.outputs[i].name, compare_tensors(ref[i], got[i], opts_.tol)});
+    return r;
+  }
+
+  // Links for the given file: passed in, or from converting again the way it was converted.
+  std::optional<std::vector<ValueLink>> links(std::string& why_not) {
+    if (opts_.links) return opts_.links;
+    if (model_.producer_name != "torch2onnx") {
+      why_not = "the ONNX model was not made by torch2onnx (producer '" + model_.producer_name + "')";
+      return std::nullopt;
+    }
+    ConvertOptions co;
+    co.opset = static_cast<int>(model_.opset());
+    co.inputs = plan_.convert_inputs();
+    co.dynamic = plan_.convert_dynamic();
+    for (const ValueInfo& o : model_.graph.outputs) co.output_names.push_back(o.name);
+    try {
+      ConvertResult cr = convert_torchscript(report_.pt_path, co);
+      std::string diff = structure_difference(cr.model.graph, model_.graph);
+      if (!diff.empty()) {
+        why_not = "the ONNX file does not match a fresh conversion of the .pt (" + diff + ")";
+        return std::nullopt;
+      }
+      return cr.links;
+    } catch (const Error& e) {
+      why_not = std::string("converting again to link values failed: ") + e.what();
+      return std::nullopt;
+    }
+  }
+
+  void fill_node(LocateResult& L, size_t i) {
+    const Node& n = model_.graph.nodes[i];
+    L.found = true;
+    L.node_index = static_cast<int>(i);
+    L.node_name = n.name;
+    L.op_type = n.op_type;
+    auto [src, op] = split_doc(n.doc_string);
+    L.source = src;
+    L.aten_op = op;
+  }
+
+  void locate(int sample_index, const Sample& s) {
+    LocateResult& L = report_.locate;
+    L.ran = true;
+    L.sample = sample_index;
+    std::string why_not;
+    auto lk = links(why_not);
+    if (!lk) {
+      L.note = why_not + "; located by outputs only";
+      locate_by_outputs(sample_index);
+      return;
+    }
+    L.intermediates = true;
+    if (opts_.backend == "ort") L.note = "intermediate values come from the t2o runtime (ONNX Runtime gives outputs only)";
+    std::map<std::string, const ValueLink*> by_onnx;
+    for (const ValueLink& l : *lk)
+      if (!torch_.mutated().count(l.torch_value)) by_onnx.emplace(l.onnx_name, &l);
+    TorchRun t = torch_.run(s.inputs, true);
+    Session sess(model_);
+    std::map<std::string, RValue> all = sess.run_all(feeds(s));
+    auto check = [&](const std::string& name, ValueCheck& vc) {
+      vc.onnx_name = name;
+      auto l = by_onnx.find(name);
+      if (l != by_onnx.end()) vc.torch_value = l->second->torch_value;
+      if (model_.graph.find_initializer(name)) vc.what = "initializer";
+      else if (model_.graph.find_input(name)) vc.what = "model input";
+      if (l == by_onnx.end()) {
+        if (vc.what.empty()) vc.what = "no TorchScript counterpart";
+        return;
+      }
+      auto tv = t.values.find(l->second->torch_value);
+      auto ov = all.find(name);
+      if (tv == t.values.end() || ov == all.end() || !ov->second.is_tensor()) {
+        if (vc.what.empty()) vc.what = "not captured";
+        return;
+      }
+      vc.stats = compare_tensors(tv->second, ov->second.tensor, opts_.tol);
+    };
+    for (size_t i = 0; i < model_.graph.nodes.size(); ++i) {
+      const Node& n = model_.graph.nodes[i];
+      std::vector<ValueCheck> outs;
+      bool bad = false;
+      for (const std::string& o : n.outputs) {
+        if (o.empty()) continue;
+        ValueCheck vc;
+        check(o, vc);
+        if (vc.stats) {
+          ++L.compared;
+          bad = bad || !vc.stats->values_ok();
+        }
+        outs.push_back(vc);
+      }
+      if (!bad) continue;
+      fill_node(L, i);
+      L.outputs = outs;
+      for (const std::string& in : n.inputs) {
+        if (in.empty()) continue;
+        ValueCheck vc;
+        check(in, vc);
+        L.inputs.push_back(vc);
+      }
+      return;
+    }
+    if (!report_.ok())
+      L.note += std::string(L.note.empty() ? "" : "; ") +
+                "no linked intermediate value diverges, only the outputs (look at the output nodes)";
+  }
+
+  // Without links: the node that produces the first mismatching output.
+  void locate_by_outputs(int sample_index) {
+    LocateResult& L = report_.locate;
+    const SampleResult* sr = nullptr;
+    for (const SampleResult& s : report_.samples)
+      if (s.index == sample_index) sr = &s;
+    if (!sr) return;
+    for (const OutputCheck& oc : sr->outputs) {
+      if (oc.stats.ok()) continue;
+      for (size_t i = 0; i < model_.graph.nodes.size(); ++i) {
+        const Node& n = model_.graph.nodes[i];
+        if (std::find(n.outputs.begin(), n.outputs.end(), oc.name) == n.outputs.end()) continue;
+        fill_node(L, i);
+        L.outputs.push_back({oc.name, {}, "model output", oc.stats});
+        return;
+      }
+    }
+  }
+
+  const VerifyOptions& opts_;
+  Model model_;
+  TorchModel torch_;
+  InputPlan plan_;
+  std::optional<Session> session_;
+  VerifyReport report_;
+  std::vector<Sample> samples_;  // kept for locate, parallel to report_.samples
+};
+
+}  // namespace
+
+VerifyReport verify_model(const std::string& pt_path, const std::string& onnx_path, const VerifyOptions& opts) {
+  if (opts.samples < 1) throw Error("--samples must be at least 1", {}, kExitUsage);
+  Verifier v(pt_path, onnx_path, opts);
+  return v.run();
+}
+
+}  // namespace t2o

@@ -30,13 +30,13 @@ fs::path work_dir() {
   return d;
 }
 
-struct Run {
+struct CliRun {
   int code;
   std::string out;
 };
 
 // Runs the CLI with `args`, capturing stdout and stderr.
-Run cli(const std::string& args) {
+CliRun cli(const std::string& args) {
   static int n = 0;
   fs::path log = work_dir() / ("cli_" + std::to_string(n++) + ".txt");
   int rc = std::system((std::string(T2O_CLI) + " " + args + " >" + log.string() + " 2>&1").c_str());
@@ -63,7 +63,7 @@ std::map<std::string, std::string> tag_lines(const std::string& fixture) {
 std::string converted(const std::string& name, const std::string& args) {
   fs::path out = work_dir() / (name + ".onnx");
   if (!fs::exists(out)) {
-    Run r = cli("convert " + fixtures() + "/" + name + "/model.pt -o " + out.string() + " --quiet " + args);
+    CliRun r = cli("convert " + fixtures() + "/" + name + "/model.pt -o " + out.string() + " --quiet " + args);
     EXPECT_EQ(r.code, 0) << r.out;
   }
   return out.string();
@@ -92,7 +92,7 @@ std::pair<std::string, std::string> broken(const std::string& onnx, const std::s
 void expect_located(const std::string& model, const std::string& onnx, const std::string& node,
                     const std::string& source, const std::string& tag) {
   fs::path js = work_dir() / ("report_" + tag + ".json");
-  Run r = cli("verify " + model + " " + onnx + " --locate --json " + js.string());
+  CliRun r = cli("verify " + model + " " + onnx + " --locate --json " + js.string());
   EXPECT_EQ(r.code, 1) << r.out;
   json j = read_json(js);
   EXPECT_FALSE(j["ok"].get<bool>());
@@ -111,7 +111,7 @@ bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p,
 TEST(VerifyE2E, AgreeingModelPasses) {
   std::string onnx = cnn();
   fs::path js = work_dir() / "ok.json";
-  Run r = cli("verify " + fixtures() + "/cnn/model.pt " + onnx + " --samples 3 --locate --json " + js.string());
+  CliRun r = cli("verify " + fixtures() + "/cnn/model.pt " + onnx + " --samples 3 --locate --json " + js.string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("OK: all outputs agree in 3 sample(s)"), std::string::npos) << r.out;
   json j = read_json(js);
@@ -125,7 +125,7 @@ TEST(VerifyE2E, AgreeingModelPasses) {
 
 TEST(VerifyE2E, ConvertWithVerifyFlag) {
   fs::path out = work_dir() / "cnn_flag.onnx";
-  Run r = cli("convert " + fixtures() + "/cnn/model.pt -o " + out.string() + " --input x:1x3x6x6 --verify");
+  CliRun r = cli("convert " + fixtures() + "/cnn/model.pt -o " + out.string() + " --input x:1x3x6x6 --verify");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("OK: all outputs agree"), std::string::npos) << r.out;
 }
@@ -167,14 +167,14 @@ TEST(VerifyE2E, LocatesAChangedTransposePerm) {
 
 TEST(VerifyE2E, EmbeddingGetsIndicesInRange) {
   std::string onnx = converted("embed", "--input tokens:1x6:i64 --dynamic tokens:1=seq");
-  Run r = cli("verify " + fixtures() + "/embed/model.pt " + onnx + " --samples 4");
+  CliRun r = cli("verify " + fixtures() + "/embed/model.pt " + onnx + " --samples 4");
   EXPECT_EQ(r.code, 0) << r.out;
 }
 
 TEST(VerifyE2E, NanOnBothSidesAgrees) {
   std::string onnx = converted("nan", "--input x:4x5");
   fs::path js = work_dir() / "nan.json";
-  Run r = cli("verify " + fixtures() + "/nan/model.pt " + onnx + " --json " + js.string());
+  CliRun r = cli("verify " + fixtures() + "/nan/model.pt " + onnx + " --json " + js.string());
   EXPECT_EQ(r.code, 0) << r.out;
   json j = read_json(js);
   EXPECT_GT(j["samples"][0]["outputs"][0]["nan"]["torch"].get<int>(), 0) << "the fixture should produce NaN";
@@ -186,7 +186,7 @@ TEST(VerifyE2E, NanOnOneSideIsAMismatch) {
       converted("nan", "--input x:4x5"), "abs",
       [&](const Node& n) { return n.op_type == "Abs"; }, [](Model&, Node& n) { n.op_type = "Identity"; });
   fs::path js = work_dir() / "nan_one.json";
-  Run r = cli("verify " + fixtures() + "/nan/model.pt " + onnx + " --json " + js.string());
+  CliRun r = cli("verify " + fixtures() + "/nan/model.pt " + onnx + " --json " + js.string());
   EXPECT_EQ(r.code, 1) << r.out;
   json j = read_json(js);
   EXPECT_TRUE(j["samples"][0]["outputs"][0]["ok"].get<bool>());
@@ -200,7 +200,7 @@ TEST(VerifyE2E, NanOnOneSideIsAMismatch) {
 
 TEST(VerifyE2E, UsageErrors) {
   std::string onnx = cnn();
-  Run r = cli("verify " + fixtures() + "/cnn/model.pt " + onnx + " --input nope:1x3");
+  CliRun r = cli("verify " + fixtures() + "/cnn/model.pt " + onnx + " --input nope:1x3");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("error: --input nope"), std::string::npos) << r.out;
   r = cli("verify " + fixtures() + "/cnn/model.pt /nonexistent.onnx");
@@ -209,7 +209,7 @@ TEST(VerifyE2E, UsageErrors) {
 
 TEST(VerifyE2E, OnnxRuntimeBackend) {
   std::string onnx = cnn();
-  Run r = cli("verify " + fixtures() + "/cnn/model.pt " + onnx + " --backend ort --samples 2");
+  CliRun r = cli("verify " + fixtures() + "/cnn/model.pt " + onnx + " --backend ort --samples 2");
   fs::path cache = env_or("T2O_CACHE_DIR", (env_or("HOME", ".") + "/.cache/torch2onnx").c_str());
   if (!fs::exists(cache / "node_modules" / "onnxruntime-node")) {
     EXPECT_EQ(r.code, 2) << r.out;
@@ -258,7 +258,7 @@ TEST_P(VerifyFixtures, Pass) {
     if (kind == "expect_error") GTEST_SKIP() << "fixture expects a conversion error";
   }
   fs::path onnx = work_dir() / (GetParam() + ".onnx");
-  Run r = cli("convert " + (dir / "model.pt").string() + " -o " + onnx.string() + " --quiet" + convert_args);
+  CliRun r = cli("convert " + (dir / "model.pt").string() + " -o " + onnx.string() + " --quiet" + convert_args);
   ASSERT_EQ(r.code, 0) << r.out;
   r = cli("verify " + (dir / "model.pt").string() + " " + onnx.string() + " --samples 2" + tol);
   EXPECT_EQ(r.code, 0) << r.out;

@@ -1,0 +1,53 @@
+#pragma once
+// Which inputs verify feeds, at which sizes, with which values: random per dtype by default
+// (integers kept inside what they index), from .npy files when given.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "torch/convert.h"
+
+namespace t2o {
+
+struct PlannedInput {
+  std::string name;
+  DType dtype = DType::Float;
+  Dims base;                        // sizes of sample 0
+  std::vector<std::string> labels;  // per axis: dynamic label, or "" for a fixed axis
+  std::optional<Tensor> data;       // from --data: every sample uses it
+};
+
+struct Sample {
+  std::vector<std::pair<std::string, Tensor>> inputs;  // in ONNX graph-input order
+  std::map<std::string, int64_t> sizes;                // dynamic label -> size in this sample
+};
+
+class InputPlan {
+ public:
+  // `graph` is the ONNX graph being verified; its runtime inputs are what we feed.
+  InputPlan(const Graph& graph, const std::vector<InputSpec>& specs, const std::vector<DynamicSpec>& dynamic,
+            const std::map<std::string, std::string>& data_files);
+
+  // Sample 0 is at the base sizes; later samples move every dynamic size not pinned by --data.
+  Sample make(int index, uint64_t seed) const;
+
+  // What the converter needs to rebuild the same ONNX graph (for --locate's value links).
+  std::vector<InputSpec> convert_inputs() const;
+  std::vector<DynamicSpec> convert_dynamic() const;
+  const std::vector<PlannedInput>& inputs() const { return inputs_; }
+
+ private:
+  std::map<std::string, int64_t> sizes_for(int index) const;
+  const Graph& graph_;
+  std::vector<PlannedInput> inputs_;
+  std::map<std::string, int64_t> base_sizes_;
+  std::map<std::string, bool> pinned_;  // labels fixed by a --data file
+};
+
+// The exclusive upper bound for integer values of graph value `name`, when it (or a cast,
+// reshape, ... of it) is used as an index: Gather data dim, OneHot depth, Embedding rows.
+std::optional<int64_t> index_bound(const Graph& g, const std::string& name, const std::map<std::string, int64_t>& sizes);
+
+}  // namespace t2o
