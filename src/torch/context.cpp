@@ -204,7 +204,11 @@ std::string Ctx::ints_tensor(const TV& list) {
 }
 
 std::string Ctx::source_of(const TNode* n) {
-  auto flc = n->sourceRange().file_line_col();
+  // A loaded .pt has ranges into its serialized code (__torch__.py); the range that generated
+  // that code is the user's file and line.
+  torch::jit::SourceRange range = n->sourceRange();
+  if (auto orig = range.findSourceRangeThatGenerated()) range = *orig;
+  auto flc = range.file_line_col();
   if (!flc) return {};
   std::string file = std::get<0>(*flc);
   auto slash = file.find_last_of('/');
