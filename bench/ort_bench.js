@@ -18,14 +18,17 @@ async function main() {
   const feeds = { [s.inputNames[0]]: readNpy(ort, input) };
   let r;
   for (let i = 0; i < 3; ++i) r = await s.run(feeds);
+  const cpu0 = process.cpuUsage();  // whole process, all threads: see cpu_ms in t2o_bench.cpp
   const ms = [];
   for (let i = 0; i < Number(iters); ++i) {
     const a = process.hrtime.bigint();
     r = await s.run(feeds);
     ms.push(Number(process.hrtime.bigint() - a) / 1e6);
   }
+  const cpu = process.cpuUsage(cpu0);
+  const cpuMs = (cpu.user + cpu.system) / 1e3 / Number(iters);
   ms.sort((a, b) => a - b);
   if (out) writeNpy(out, r[s.outputNames[0]]);
-  console.log(JSON.stringify({ median_ms: ms[ms.length >> 1], min_ms: ms[0], build_ms: buildMs }));
+  console.log(JSON.stringify({ median_ms: ms[ms.length >> 1], min_ms: ms[0], cpu_ms: cpuMs, build_ms: buildMs }));
 }
 main().catch(e => { console.error('error: ' + (e && e.message || e)); process.exit(3); });

@@ -72,6 +72,8 @@ class Tensor {
   Tensor reshaped(Dims dims) const;
   // Whether two tensors share storage.
   bool same_storage(const Tensor& o) const { return storage_ == o.storage_; }
+  // Whether no other tensor shares this one's storage (so writing it is invisible to others).
+  bool sole_owner() const { return storage_ && storage_.use_count() == 1; }
   // Element i converted to double (for messages, tests and small scalar reads).
   double as_double(int64_t i) const;
   int64_t as_int(int64_t i) const;

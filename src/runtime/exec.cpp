@@ -171,6 +171,17 @@ class NodeContext : public KernelContext {
     if (!has_output(i)) return;
     values_[static_cast<size_t>(step_.out[static_cast<size_t>(i)])] = std::move(v);
   }
+  bool input_reusable(int i) const override {
+    if (!has_input(i)) return false;
+    int s = step_.in[static_cast<size_t>(i)];
+    size_t u = static_cast<size_t>(s);
+    if (is_const_[u] || exec_.is_outer_[u]) return false;
+    if (std::find(step_.release.begin(), step_.release.end(), s) == step_.release.end()) return false;
+    for (size_t j = 0; j < step_.in.size(); ++j)
+      if (static_cast<int>(j) != i && step_.in[j] == s) return false;
+    const RValue& v = values_[u];
+    return v.is_tensor() && v.tensor.sole_owner();
+  }
   int threads() const override { return threads_; }
   const RValue* lookup(const std::string& name) const override {
     auto it = exec_.slots_.find(name);

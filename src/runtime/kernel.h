@@ -74,6 +74,9 @@ class KernelContext {
   // (saves a pass over memory that the kernel is about to overwrite).
   virtual Tensor& allocate_output_uninit(int i, DType dtype, const Dims& dims) { return allocate_output(i, dtype, dims); }
   virtual void set_output(int i, RValue v) = 0;
+  // Whether the kernel may overwrite input i's buffer (e.g. to compute an output in place): this
+  // node is its last reader, reads it at no other input, and no other value or caller holds it.
+  virtual bool input_reusable(int) const { return false; }
   // Threads this kernel may use.
   virtual int threads() const = 0;
   // Looks up a value of this or an enclosing scope by name (for subgraphs); nullptr if unknown.

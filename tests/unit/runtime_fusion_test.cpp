@@ -247,6 +247,32 @@ TEST(RuntimeFusion, ChainsOfFusedConvs) {
   }
 }
 
+TEST(RuntimeFusion, ResidualThatDiesIsOverwrittenInPlace) {
+  // h = Relu(conv0(x)); out = Relu(conv2(Relu(conv1(h))) + h): the Add is h's last reader, so the
+  // fused conv2 writes its output over h. Plain and blocked channel counts; repeated runs.
+  std::mt19937 g(31);
+  for (int64_t c : {16, 12}) {
+    Builder b;
+    b.input("x", {1, 3, 9, 9});
+    auto pads = Attribute::make_ints("pads", {1, 1, 1, 1});
+    b.init("w0", random_float(g, {c, 3, 3, 3}));
+    b.init("w1", random_float(g, {c, c, 3, 3}));
+    b.init("w2", random_float(g, {c, c, 1, 1}));
+    b.add(node("Conv", {"x", "w0"}, {"c0"}, {pads}));
+    b.add(node("Relu", {"c0"}, {"h"}));
+    b.add(node("Conv", {"h", "w1"}, {"c1"}, {pads}));
+    b.add(node("Relu", {"c1"}, {"r1"}));
+    b.add(node("Conv", {"r1", "w2"}, {"c2"}));
+    b.add(node("Add", {"h", "c2"}, {"a"}));
+    b.add(node("Relu", {"a"}, {"out"}));
+    b.output("out");
+    std::map<std::string, RValue> feeds{{"x", random_float(g, {1, 3, 9, 9})}};
+    auto want = run(b.m, false, feeds, 1);
+    Session s(b.m);
+    for (int i = 0; i < 3; ++i) expect_close(want.at("out").tensor, s.run(feeds).at("out").tensor, "c " + std::to_string(c));
+  }
+}
+
 TEST(RuntimeFusion, BlockedChainsMatchReference) {
   // m = Relu(convA(x)); out = Relu(convB(m) + m), with m sometimes also a graph output (so it is
   // converted back to NCHW) and channel counts that do not fill a block.

@@ -181,8 +181,17 @@ class ConvKernel : public OpKernel {
     Dims yd{s.n, s.m};
     yd.insert(yd.end(), s.g.out.begin(), s.g.out.end());
     bool fast = dnnl_ && x.dtype() == DType::Float && w.dtype() == DType::Float && (!b || b->dtype() == DType::Float);
+    Dims phys = dst_blk_ ? kern::blocked_dims(yd, dst_blk_) : yd;
+    // A residual that dies here becomes the output: the sum post-op then reads it in place instead
+    // of from a copy (oneDNN's sum adds what dst holds).
+    if (fast && r && r->dtype() == DType::Float && r->dims() == phys && res_blk_ == dst_blk_ && r->numel() > 0 &&
+        ctx.input_reusable(3)) {
+      Tensor yt = *r;
+      ctx.set_output(0, RValue(yt));
+      if (dnnl_->run(x, w, b, s.g, yt, r)) return;  // on false nothing was written
+    }
     // Every element is written by the conv, so the output need not be zeroed first.
-    Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), dst_blk_ ? kern::blocked_dims(yd, dst_blk_) : yd);
+    Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), phys);
     if (y.numel() == 0 && post_.empty()) return;
     if (fast && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) return;
     // Reference path: plain tensors in and out, converted when the neighbours are blocked.

@@ -325,6 +325,8 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
   Impl::Entry& e = it->second;
   if (!e.ok) return false;
 
+  // In place (y is the residual's buffer) only when the residual need not be reordered into it.
+  if (residual && residual->raw() == y.raw() && e.res_re && !e.dst_re) return false;
   dnnl::stream& st = stream();
   memory src_user(e.src_user, engine(), const_cast<void*>(x.raw()));
   memory dst_user(e.dst_user, engine(), y.raw());
