@@ -6,8 +6,9 @@
 #
 # MODEL_DIR holds MODEL.onnx files and input.npy (bench/models.py export). For each model and
 # thread count (1, 2) it runs ours then ORT, REPS times, ITERS timed runs each, and prints per
-# side the median of the REPS medians and the smallest min, their ratio, and the max abs
-# difference of the outputs.
+# side the median of the REPS medians, the smallest min and the median CPU ms per run (process
+# CPU time, all threads: not inflated by waiting for a core, but it counts spinning), their
+# ratios, and the max abs difference of the outputs. ORT_NO_SPIN=1 passes through to ort_bench.js.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${T2O_BUILD_DIR:-$ROOT/build}"
@@ -21,8 +22,8 @@ OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| model | threads | t2o median ms | ORT median ms | t2o/ORT (median) | t2o min ms | ORT min ms | t2o/ORT (min) | max abs diff |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| model | threads | t2o median ms | ORT median ms | t2o/ORT (median) | t2o min ms | ORT min ms | t2o/ORT (min) | t2o CPU ms | ORT CPU ms | t2o/ORT (CPU) | max abs diff |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for m in "${MODELS[@]}"; do
   for t in 1 2; do
     : > "$OUT/t2o" ; : > "$OUT/ort"
@@ -36,10 +37,12 @@ import numpy as np
 out, m, t = sys.argv[1:]
 def load(side):
     rows = [json.loads(l) for l in open(f"{out}/{side}") if l.strip()]
-    return statistics.median(r["median_ms"] for r in rows), min(r["min_ms"] for r in rows)
-(tm, tn), (om, on) = load("t2o"), load("ort")
+    return (statistics.median(r["median_ms"] for r in rows), min(r["min_ms"] for r in rows),
+            statistics.median(r["cpu_ms"] for r in rows))
+(tm, tn, tc), (om, on, oc) = load("t2o"), load("ort")
 diff = float(np.abs(np.load(f"{out}/{m}.t2o.npy") - np.load(f"{out}/{m}.ort.npy")).max())
-print(f"| {m} | {t} | {tm:.1f} | {om:.1f} | {tm / om:.2f} | {tn:.1f} | {on:.1f} | {tn / on:.2f} | {diff:.1e} |")
+print(f"| {m} | {t} | {tm:.1f} | {om:.1f} | {tm / om:.2f} | {tn:.1f} | {on:.1f} | {tn / on:.2f} "
+      f"| {tc:.1f} | {oc:.1f} | {tc / oc:.2f} | {diff:.1e} |")
 EOF
   done
 done
