@@ -106,6 +106,16 @@ void expect_located(const std::string& model, const std::string& onnx, const std
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
+// Removes the work directory at the end, unless T2O_E2E_KEEP is set (to look at the reports).
+class CleanWorkDir : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    if (!std::getenv("T2O_E2E_KEEP")) fs::remove_all(work_dir(), ec);
+  }
+};
+const auto* const g_clean = ::testing::AddGlobalTestEnvironment(new CleanWorkDir);
+
 }  // namespace
 
 TEST(VerifyE2E, AgreeingModelPasses) {
