@@ -10,10 +10,11 @@ using Runner = std::function<int()>;
 Runner add_inspect(CLI::App& app);
 Runner add_check(CLI::App& app);
 Runner add_run(CLI::App& app);
+Runner add_convert_version(CLI::App& app);
 #ifdef T2O_WITH_TORCH
+Runner add_convert(CLI::App& app);
 Runner add_verify(CLI::App& app);
 #endif
-Runner add_convert_version(CLI::App& app);
 
 // Prints "error: ..." and an optional "hint: ..." line to stderr.
 void print_error(const std::string& msg, const std::string& hint = {});

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     runners[app.get_subcommands({})[before]] = std::move(r);
   };
 #ifdef T2O_WITH_TORCH
+  add(add_convert);
   add(add_verify);
 #endif
   add(add_inspect);

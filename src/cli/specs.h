@@ -1,0 +1,26 @@
+#pragma once
+// Parsing of the --input and --dynamic specs shared by convert and verify.
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace t2o::cli {
+
+struct InputArg {
+  std::string name;
+  Dims dims;
+  DType dtype = DType::Float;
+};
+struct DynamicArg {
+  std::string input;
+  std::vector<std::pair<int, std::string>> axes;
+};
+
+// NAME:DIMS[:DTYPE], e.g. "image:1x3x224x224" or "tokens:1x128:i64". Throws a usage Error.
+InputArg parse_input_spec(const std::string& s);
+// NAME:AXIS=LABEL[,AXIS=LABEL], e.g. "image:0=batch" or "tokens:0=batch,1=seq".
+DynamicArg parse_dynamic_spec(const std::string& s);
+std::vector<std::string> split(const std::string& s, char sep);
+
+}  // namespace t2o::cli
