@@ -43,15 +43,13 @@ def main():
             bn.running_mean.uniform_(-0.5, 0.5)
             bn.running_var.uniform_(0.5, 1.5)
     image = torch.randn(1, 3, 32, 32)
-    scripted = torch.jit.script(model)
-    scripted.save(os.path.join(out, "tiny_cnn.pt"))
     with torch.no_grad():
         expected = model(image)
+    # Saved in train() mode on purpose, a common slip: torch2onnx warns and exports inference.
+    scripted = torch.jit.script(model.train())
+    scripted.save(os.path.join(out, "tiny_cnn.pt"))
     np.save(os.path.join(out, "input.npy"), image.numpy())
     np.save(os.path.join(out, "expected.npy"), expected.numpy())
-    # PyTorch's own exporter, for comparison with torch2onnx's output.
-    torch.onnx.export(model, (image,), os.path.join(out, "tiny_cnn_torch_export.onnx"),
-                      input_names=["image"], output_names=["probs"], opset_version=13)
     print(f"wrote {out}/tiny_cnn.pt, input.npy, expected.npy")
 
 
