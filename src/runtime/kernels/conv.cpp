@@ -109,9 +109,10 @@ std::vector<kern::ConvPostOp> post_ops_of(const Node& n) {
 
 // Plain form of the post-ops over a finished f32 conv output `c` (in place when it can); the
 // result's dims broadcast with the residual's, as the unfused Add would.
+// `first`: post-ops before it were already applied.
 Tensor apply_post_ops_ref(const KernelContext& ctx, const std::vector<kern::ConvPostOp>& post, Tensor c,
-                          const Tensor* residual) {
-  size_t i = 0;
+                          const Tensor* residual, size_t first = 0) {
+  size_t i = first;
   for (; i < post.size() && post[i].kind != kern::ConvPostOp::Kind::Sum; ++i) {
     float* p = c.data<float>();
     for (int64_t j = 0; j < c.numel(); ++j) p[j] = post[i].apply(p[j]);
@@ -197,14 +198,27 @@ class ConvKernel : public OpKernel {
     // Reference path: plain tensors in and out, converted when the neighbours are blocked.
     Tensor xp = plain_of(x, src_blk_, xd[1]);
     Tensor yp = dst_blk_ ? Tensor(x.dtype(), yd) : y;
-    Geom g3 = s.g.as_3d();
-    with_float_buffers(ctx, xp, w, b, yp, [&](const auto* xq, const auto* wq, const auto* bq, auto* yq) {
-      kern::conv_ref(xq, wq, bq, yq, s.n, s.c, s.m, group_, g3, ctx.threads());
-    });
+    bool head_ran = false;  // the conv and the post-ops before the sum ran on oneDNN
+    if (fast && yp.numel() > 0 && head_len() < post_.size()) {
+      // What oneDNN refused is most likely the sum (a residual that broadcasts, e.g. a bias-like
+      // Add): keep the conv and the post-ops before the sum on oneDNN, do the rest plainly.
+      if (!head_) {
+        head_ = std::make_unique<kern::DnnlConv>(
+            false, group_, std::vector<kern::ConvPostOp>(post_.begin(), post_.begin() + static_cast<long>(head_len())));
+        head_->set_layout(src_blk_, 0, 0);
+      }
+      head_ran = head_->run(x, w, b, s.g, yp);
+    }
+    if (!head_ran) {
+      Geom g3 = s.g.as_3d();
+      with_float_buffers(ctx, xp, w, b, yp, [&](const auto* xq, const auto* wq, const auto* bq, auto* yq) {
+        kern::conv_ref(xq, wq, bq, yq, s.n, s.c, s.m, group_, g3, ctx.threads());
+      });
+    }
     if (!post_.empty()) {
       if (x.dtype() != DType::Float) ctx.fail("fused post-ops need f32, got " + std::string(dtype_name(x.dtype())));
       Tensor rp = r && res_blk_ ? plain_of(*r, res_blk_, s.m) : Tensor();
-      yp = apply_post_ops_ref(ctx, post_, yp, r && res_blk_ ? &rp : r);
+      yp = apply_post_ops_ref(ctx, post_, yp, r && res_blk_ ? &rp : r, head_ran ? head_len() : 0);
     }
     if (dst_blk_) {
       kern::to_blocked(yp, ctx.allocate_output_uninit(0, DType::Float, kern::blocked_dims(yp.dims(), dst_blk_)));
@@ -219,6 +233,13 @@ class ConvKernel : public OpKernel {
   std::vector<kern::ConvPostOp> post_;
   int64_t src_blk_, dst_blk_, res_blk_;
   std::unique_ptr<kern::DnnlConv> dnnl_;
+  std::unique_ptr<kern::DnnlConv> head_;  // the conv and post-ops before the sum, built on demand
+
+  size_t head_len() const {
+    size_t n = 0;
+    while (n < post_.size() && post_[n].kind != kern::ConvPostOp::Kind::Sum) ++n;
+    return n;
+  }
 };
 
 // FromBlocked: a channel-blocked activation back to plain NCHW, for readers other than convs.
