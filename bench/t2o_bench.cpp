@@ -28,10 +28,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: t2o_bench MODEL.onnx INPUT.npy THREADS ITERS [OUT.npy]\n");
     return 2;
   }
-  if (!std::getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv);  // returns only on failure: then run with the default
-  }
+  prefer_passive_omp_wait(argv);
   try {
     int threads = std::stoi(argv[3]);
     int iters = std::stoi(argv[4]);

@@ -3,9 +3,11 @@
 
 #include <cstdio>
 #include <map>
+#include <string>
 
 #include "cli/commands.h"
 #include "ir/error.h"
+#include "runtime/session.h"
 
 namespace t2o::cli {
 
@@ -22,6 +24,11 @@ void print_warning(const std::string& msg) { std::fprintf(stderr, "warning: %s\n
 
 int main(int argc, char** argv) {
   using namespace t2o::cli;
+  // Commands that execute models re-run themselves with passive OpenMP waiting (see session.h).
+  if (argc > 1) {
+    std::string cmd = argv[1];
+    if (cmd == "run" || cmd == "verify" || cmd == "convert") t2o::prefer_passive_omp_wait(argv);
+  }
   CLI::App app{
       "torch2onnx: turn a TorchScript model into a checked, verified ONNX model, and run ONNX models on the CPU.\n\n"
       "Exit codes: 0 ok, 1 verification mismatch, 2 usage error, 3 unsupported or failed conversion,\n"

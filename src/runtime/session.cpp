@@ -1,6 +1,9 @@
 #include "runtime/session.h"
 
 #include <omp.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <cmath>
 #include <mutex>
@@ -12,6 +15,12 @@
 #include "runtime/optimize.h"
 
 namespace t2o {
+
+void prefer_passive_omp_wait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY")) return;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  execv("/proc/self/exe", argv);
+}
 
 void set_runtime_threads(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

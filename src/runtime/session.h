@@ -51,4 +51,10 @@ class Session {
 // Sets the thread count of every library the runtime uses (OpenMP, oneDNN).
 void set_runtime_threads(int threads);
 
+// Re-executes the program with OMP_WAIT_POLICY=passive unless the variable is set. libgomp spins
+// at barriers by default and reads the variable only when it loads; on a shared, loaded machine a
+// spinning thread holds a core its sibling needs (MobileNetV2 at 2 threads, load ~12: ~1070 ms
+// spinning vs ~30 ms passive). Call first thing in main(); returns if re-execution fails.
+void prefer_passive_omp_wait(char** argv);
+
 }  // namespace t2o
