@@ -1,6 +1,7 @@
 // torch2onnx convert-version: move an existing ONNX model to another opset of the default domain.
 #include <onnx/defs/schema.h>
 
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -44,6 +45,23 @@ void require_ops_exist(const Model& m, int target) {
                 kExitUnsupported);
 }
 
+// onnx says "No Adapter To Version $12 for Relu" for a step it has no adapter for.
+std::string explain_converter_error(const std::string& msg, int target) {
+  for (const char* key : {"No Adapter To Version $", "No Adapter From Version $"}) {
+    auto k = msg.find(key);
+    if (k == std::string::npos) continue;
+    auto num_end = msg.find(' ', k + std::strlen(key));
+    auto op_at = msg.find(" for ", k);
+    if (num_end == std::string::npos || op_at == std::string::npos) break;
+    std::string version = msg.substr(k + std::strlen(key), num_end - k - std::strlen(key));
+    std::string op = msg.substr(op_at + 5);
+    op = op.substr(0, op.find_first_of(" \n"));
+    return "cannot convert to opset " + std::to_string(target) + ": onnx's version converter cannot move op " + op +
+           " across opset " + version + " (it has no adapter for that step)";
+  }
+  return msg;
+}
+
 int convert_version_cmd(const ConvertVersionArgs& a) {
   if (fs::absolute(a.output) == fs::absolute(a.input))
     throw Error("the output would overwrite the input model", "choose another name with -o", kExitUsage);
@@ -51,7 +69,18 @@ int convert_version_cmd(const ConvertVersionArgs& a) {
   int64_t from = default_opset(m);
   if (from == 0) throw InputError("'" + a.input + "' imports no default-domain (ai.onnx) opset");
   if (from > a.opset) require_ops_exist(m, a.opset);
-  Model out = from == a.opset ? m : convert_version(m, a.opset);
+  Model out = m;
+  if (from != a.opset) {
+    try {
+      // Some adapters (Softmax 12 -> 13) need the input shapes.
+      out = convert_version(infer_shapes(m), a.opset);
+    } catch (const Error& e) {
+      throw Error(explain_converter_error(e.what(), a.opset),
+                  "re-convert from PyTorch with torch2onnx convert --opset " + std::to_string(a.opset) +
+                      ", which emits every opset from 9 to 17 directly",
+                  kExitUnsupported);
+    }
+  }
   try {
     check_model(out);
   } catch (const Error& e) {

@@ -332,6 +332,7 @@ const std::unordered_map<std::string, OpEntry>& op_table() {
     register_resize_ops(t);
     register_rnn_ops(t);
     register_cell_ops(t);
+    register_pitfall_ops(t);
     register_attention_ops(t);
     return t;
   }();

@@ -29,6 +29,17 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
     explain_non_torchscript(path);  // torch.save files get a message saying what they are
     throw InputError("cannot load TorchScript file '" + path + "': " + msg,
                      "save the model with torch.jit.script(m).save(path) or torch.jit.trace(m, x).save(path)");
+  } catch (const std::exception& e) {  // jit::ErrorReport: e.g. an op whose library is not loaded
+    std::string msg = e.what();
+    auto k = msg.find("Unknown builtin op: ");
+    if (k != std::string::npos) {
+      std::string op = msg.substr(k + 20, msg.find_first_of(".\n", k + 20) - k - 20);
+      throw InputError("cannot load TorchScript file '" + path + "': it calls " + op +
+                           ", which no loaded library defines",
+                       "declare it: --custom-op '" + op + "(Tensor x, ...) -> Tensor=DOMAIN::OpName' "
+                       "(see docs/pitfalls.md, custom operators)");
+    }
+    throw InputError("cannot load TorchScript file '" + path + "': " + msg.substr(0, msg.find('\n')));
   }
   if (!weights.empty()) load_weights(module, weights, warn);
   // Models saved mid-training convert in eval mode; say which submodules that changes.

@@ -107,7 +107,7 @@ def build_opset(d):
     torch.jit.script(LayerNormNet().eval()).save(os.path.join(d, "layernorm.pt"))
     x = torch.randn(2, 3, 16, 16)
     write_runs(d, m, [(x,)])
-    write_case(d, ["x"], ["--input", f"x:{dims(x)}"], opsets=[13], versions=[9, 11, 15, 17])
+    write_case(d, ["x"], ["--input", f"x:{dims(x)}"], opsets=[9, 13], versions=[11, 13, 15, 17])
 
 
 # --- 5. custom operators -------------------------------------------------------------------------

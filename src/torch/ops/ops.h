@@ -21,6 +21,7 @@ void register_creation_ops(OpTable& t);
 void register_resize_ops(OpTable& t);
 void register_rnn_ops(OpTable& t);
 void register_cell_ops(OpTable& t);
+void register_pitfall_ops(OpTable& t);  // wraps entries above: call last
 void register_attention_ops(OpTable& t);
 // List forms of ops that share a name with tensor ops (aten::add, aten::slice).
 void list_add(Ctx& c, const TNode* n);
