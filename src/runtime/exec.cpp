@@ -306,7 +306,8 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
                     },
                     [this, visible](const Graph& sub) -> std::shared_ptr<SubgraphRunner> {
                       return std::make_shared<GraphExec>(sub, opsets_, opts_, visible);
-                    }};
+                    },
+                    &g};
     st.kernel = (*f)(info);
     // Constant nodes fold at build: their outputs become constants.
     if (n.op_type == "Constant" && domain.empty() && st.out.size() == 1 && st.out[0] >= 0) {

@@ -26,6 +26,9 @@ struct KernelInfo {
   std::function<const Tensor*(int)> constant_input;
   // Compiles a subgraph attribute into a runner (If/Loop/Scan bodies).
   std::function<std::shared_ptr<SubgraphRunner>(const Graph&)> compile_subgraph;
+  // The graph the node belongs to, for ops that reason about other nodes (Gradient differentiates
+  // the nodes producing its y). Last so that aggregate initializations without it still compile.
+  const Graph* graph = nullptr;
 };
 
 class OpKernel {

@@ -20,6 +20,7 @@ void register_control_flow_kernels(KernelRegistry&);
 void register_sequence_kernels(KernelRegistry&);
 void register_misc_kernels(KernelRegistry&);
 void register_signal_kernels(KernelRegistry&);
+void register_gradient_kernels(KernelRegistry&);
 
 void register_builtin_kernels(KernelRegistry& r) {
   register_elementwise_kernels(r);
@@ -39,6 +40,7 @@ void register_builtin_kernels(KernelRegistry& r) {
   register_sequence_kernels(r);
   register_misc_kernels(r);
   register_signal_kernels(r);
+  register_gradient_kernels(r);
 }
 
 }  // namespace t2o
