@@ -2,6 +2,7 @@
 #include "torch/context.h"
 
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "torch/ops/ops.h"
@@ -203,17 +204,45 @@ std::string Ctx::ints_tensor(const TV& list) {
   return b.concat(parts, 0);
 }
 
-std::string Ctx::source_of(const TNode* n) {
-  // A loaded .pt has ranges into its serialized code (__torch__.py); the range that generated
-  // that code is the user's file and line.
-  torch::jit::SourceRange range = n->sourceRange();
+namespace {
+
+// A loaded .pt has ranges into its serialized code (__torch__.py); the range that generated
+// that code is the user's file and line.
+std::optional<std::pair<std::string, size_t>> file_line(torch::jit::SourceRange range) {
   if (auto orig = range.findSourceRangeThatGenerated()) range = *orig;
   auto flc = range.file_line_col();
-  if (!flc) return {};
-  std::string file = std::get<0>(*flc);
+  if (!flc) return std::nullopt;
+  return std::make_pair(std::get<0>(*flc), std::get<1>(*flc));
+}
+
+// torch's own Python (nn/modules/conv.py, nn/functional.py) or its serialized copy.
+bool in_torch_library(const std::string& file) {
+  return file.find("-packages/torch/") != std::string::npos || file.find("__torch__/torch/") != std::string::npos;
+}
+
+}  // namespace
+
+std::string Ctx::source_of(const TNode* n) {
+  // After inlining, a node's own range is the innermost code it came from (often torch's
+  // functional.py); its call stack lists the call sites from the user's forward inwards. Report
+  // the innermost line that is not torch's library code, so a conv inside a user submodule
+  // points at that submodule's line.
+  std::vector<std::pair<std::string, size_t>> frames;  // outermost first
+  if (auto cs = n->callstack())
+    for (const auto& entry : (*cs)->vec())
+      if (auto fl = file_line(std::get<1>(entry))) frames.push_back(*fl);
+  if (auto fl = file_line(n->sourceRange())) frames.push_back(*fl);
+  if (frames.empty()) return {};
+  auto pick = frames.front();
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it)
+    if (!in_torch_library(it->first)) {
+      pick = *it;
+      break;
+    }
+  std::string file = pick.first;
   auto slash = file.find_last_of('/');
   if (slash != std::string::npos) file = file.substr(slash + 1);
-  return file + ":" + std::to_string(std::get<1>(*flc));
+  return file + ":" + std::to_string(pick.second);
 }
 
 void Ctx::convert_block(torch::jit::Block* block) {

@@ -172,6 +172,21 @@ TEST_P(E2E, MatchesOnnxRuntime) {
   fs::remove_all(out_dir);
 }
 
+// After inlining, a node's own range is torch's conv.py; doc_strings must name the user's file.
+TEST(E2ESource, ConvDocStringNamesFixtureFile) {
+  std::string dir = fixture_dir() + "/cnn_script";
+  if (!fs::exists(dir + "/model.pt")) GTEST_SKIP() << "no cnn_script fixture";
+  ConvertOptions o = read_spec(dir).opts;
+  ConvertResult r = convert_torchscript(dir + "/model.pt", o);
+  int convs = 0;
+  for (const Node& n : r.model.graph.nodes) {
+    if (n.op_type != "Conv") continue;
+    ++convs;
+    EXPECT_EQ(n.doc_string.rfind("zoo_basic.py:", 0), 0u) << n.doc_string;
+  }
+  EXPECT_GT(convs, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, E2E, ::testing::ValuesIn(params()),
                          [](const ::testing::TestParamInfo<Param>& i) {
                            return i.param.name + "_" + std::to_string(i.param.opset);
