@@ -8,7 +8,10 @@
 #include <fstream>
 #include <random>
 
+#include <cmath>
+
 #include "onnx/model_io.h"
+#include "onnx/tensor_io.h"
 
 namespace fs = std::filesystem;
 using namespace t2o;
@@ -162,4 +165,59 @@ TEST_F(CliBadInput, ValidModelInspectAndCheck) {
   EXPECT_EQ(i.code, 0);
   EXPECT_NE(i.out.find("\"Relu\": 1"), std::string::npos) << i.out;
   EXPECT_NE(i.out.find("\"ai.onnx\": 13"), std::string::npos) << i.out;
+}
+
+// `run --input-dir` on backend test folders writes outputs equal to the expected output_K.pb.
+TEST(Cli, RunInputDirMatchesBackendTestData) {
+  std::vector<fs::path> dirs;
+  for (const char* folder : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
+    std::vector<fs::path> all;
+    for (const auto& e : fs::directory_iterator(fs::path(T2O_TESTDATA) / folder))
+      if (e.is_directory()) all.push_back(e.path());
+    std::sort(all.begin(), all.end());
+    for (size_t i = 0; i < all.size(); i += 40) dirs.push_back(all[i]);
+  }
+  dirs.push_back(fs::path(T2O_TESTDATA) / "node" / "test_sequence_insert_at_back");
+  fs::path out = fs::temp_directory_path() / ("t2o_run_dir_" + std::to_string(::getpid()));
+  int compared = 0;
+  for (const fs::path& d : dirs) {
+    SCOPED_TRACE(d.string());
+    fs::path set = d / "test_data_set_0";
+    fs::remove_all(out);
+    Result r = run("run " + (d / "model.onnx").string() + " --input-dir " + set.string() + " --out-dir " +
+                   out.string() + " --quiet");
+    std::string name = d.filename().string();
+    if (name.find("bernoulli") != std::string::npos || name.find("castlike_") != std::string::npos) continue;
+    ASSERT_EQ(r.code, 0) << r.out;
+    for (int k = 0; fs::exists(set / ("output_" + std::to_string(k) + ".pb")); ++k) {
+      std::string f = "output_" + std::to_string(k) + ".pb";
+      ASSERT_TRUE(fs::exists(out / f));
+      for (const char* kind : {"tensor", "sequence"}) {
+        PbValue want, got;
+        try {
+          want = read_value_pb((set / f).string(), kind);
+          got = read_value_pb((out / f).string(), kind);
+        } catch (const Error&) {
+          continue;
+        }
+        if (want.kind == PbValue::Kind::Tensor) {
+          if (!want.tensor.defined() || want.tensor.dtype() == DType::Undefined) continue;
+          ASSERT_EQ(want.tensor.dims(), got.tensor.dims());
+          ASSERT_EQ(want.tensor.dtype(), got.tensor.dtype());
+          if (want.tensor.dtype() == DType::String) continue;
+          for (int64_t i = 0; i < want.tensor.numel(); ++i) {
+            double w = want.tensor.as_double(i), g = got.tensor.as_double(i);
+            if (std::isnan(w) && std::isnan(g)) continue;
+            ASSERT_LE(std::fabs(w - g), 1e-7 + 1e-3 * std::fabs(w)) << f << " element " << i;
+          }
+        } else {
+          ASSERT_EQ(want.sequence.size(), got.sequence.size());
+        }
+        ++compared;
+        break;
+      }
+    }
+  }
+  fs::remove_all(out);
+  EXPECT_GT(compared, 20);
 }
