@@ -18,6 +18,7 @@ import zoo_basic  # noqa: E402
 import zoo_vision  # noqa: E402
 import zoo_ops  # noqa: E402
 import zoo_control  # noqa: E402
+import zoo_rnn  # noqa: E402
 
 DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.int32: "i32", torch.bool: "bool",
           torch.uint8: "u8", torch.float16: "f16", torch.int8: "i8"}
@@ -85,7 +86,7 @@ def main():
     out_dir = sys.argv[1]
     prefixes = sys.argv[2:]
     fixtures = {}
-    for zoo in (zoo_basic, zoo_vision, zoo_ops, zoo_control):
+    for zoo in (zoo_basic, zoo_vision, zoo_ops, zoo_control, zoo_rnn):
         fixtures.update(zoo.fixtures())
     for name, f in sorted(fixtures.items()):
         if prefixes and not any(name.startswith(p) for p in prefixes):

@@ -98,7 +98,24 @@ void pow(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("Pow", {c.t_as(n, 0, out), c.t_as(n, 1, out)}));
 }
 
+// int[] == int[] (nn.RNN's hx.size() check): equal when every element is; lists of different
+// lengths never are.
+void compare_int_lists(Ctx& c, const TNode* n, bool negate) {
+  auto len = [&](size_t i) -> int64_t {
+    const TV& v = c.in(n, i);
+    if (v.kind == TV::Kind::List) return static_cast<int64_t>(v.items.size());
+    if (v.is_const() && v.c.isList()) return static_cast<int64_t>(v.c.toListRef().size());
+    return -1;
+  };
+  if (len(0) >= 0 && len(1) >= 0 && len(0) != len(1)) return c.set(n->output(), TV::constant(c10::IValue(negate)));
+  std::string eq = c.b.op1("Equal", {c.ints_tensor(c.in(n, 0)), c.ints_tensor(c.in(n, 1))});
+  std::string all = c.b.reduce("ReduceMin", c.b.cast(eq, DType::Int32), {}, false);
+  std::string r = c.b.cast(all, DType::Bool);
+  c.out(n, negate ? c.b.op1("Not", {r}) : r);
+}
+
 void compare(Ctx& c, const TNode* n, const std::string& op, bool negate) {
+  if (op == "Equal" && is_list_value(n, 0) && is_list_value(n, 1)) return compare_int_lists(c, n, negate);
   DType t = compare_dtype(c, n);
   std::string a = c.t_as(n, 0, t), b = c.t_as(n, 1, t);
   std::string r;
