@@ -224,8 +224,9 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     runs.push_back(run2);
   }
   Profile profile;
+  std::vector<c10::IValue> run1_outputs;
   try {
-    profile.run(prep.graph, runs);
+    run1_outputs = profile.run(prep.graph, runs);
   } catch (const c10::Error& e) {
     std::string msg = e.what_without_backtrace();
     throw Error("running the model on example inputs failed: " + msg.substr(0, msg.find('\n')),
@@ -271,6 +272,31 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   std::map<std::string, std::string> renamed;
   for (const auto& i : model.graph.inputs) taken.insert(i.name);
   for (const auto& i : model.graph.initializers) taken.insert(i.name);
+  // A dynamic output dim takes the label of the dynamic input dim whose size it had in the first
+  // run (e.g. `batch`), when exactly one label had that size; otherwise NAME_dimK.
+  std::map<int64_t, std::set<std::string>> label_of_size;
+  for (const DynamicSpec& ds : opts.dynamic)
+    for (const InputSpec& s : opts.inputs)
+      if (s.name == ds.input)
+        for (const auto& [axis, label] : ds.axes) {
+          int a = axis < 0 ? axis + static_cast<int>(s.dims.size()) : axis;
+          if (a >= 0 && a < static_cast<int>(s.dims.size())) label_of_size[s.dims[static_cast<size_t>(a)]].insert(label);
+        }
+  std::vector<std::vector<int64_t>> out_sizes;
+  std::function<void(const c10::IValue&)> sizes_of = [&](const c10::IValue& v) {
+    if (v.isTensor()) out_sizes.push_back(v.toTensor().sizes().vec());
+    else if (v.isTuple()) for (const auto& e : v.toTupleRef().elements()) sizes_of(e);
+    else if (v.isList()) for (const auto& e : v.toListRef()) sizes_of(e);
+    else if (!v.isNone()) out_sizes.push_back({});
+  };
+  for (const auto& v : run1_outputs) sizes_of(v);
+  auto out_label = [&](size_t k, size_t d, const std::string& name) {
+    if (out_sizes.size() == outs.size() && d < out_sizes[k].size()) {
+      auto it = label_of_size.find(out_sizes[k][d]);
+      if (it != label_of_size.end() && it->second.size() == 1) return *it->second.begin();
+    }
+    return name + "_dim" + std::to_string(d);
+  };
   b.set_origin("", "output");
   for (size_t k = 0; k < outs.size(); ++k) {
     std::string name = !opts.output_names.empty() ? opts.output_names[k]
@@ -296,7 +322,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     else if (v.rank_known) {
       Shape s;
       for (size_t d = 0; d < v.shape.size(); ++d)
-        s.dims.push_back(v.shape[d] >= 0 ? Dim::fixed(v.shape[d]) : Dim::named(name + "_dim" + std::to_string(d)));
+        s.dims.push_back(v.shape[d] >= 0 ? Dim::fixed(v.shape[d]) : Dim::named(out_label(k, d, name)));
       shape = s;
     }
     model.graph.outputs.push_back({name, Type::tensor(dt, shape), {}});

@@ -187,6 +187,21 @@ TEST(E2ESource, ConvDocStringNamesFixtureFile) {
   EXPECT_GT(convs, 0);
 }
 
+// A dynamic output dim that follows a dynamic input dim carries its label, not NAME_dimK.
+TEST(E2ESource, DynamicOutputDimsTakeInputLabels) {
+  std::string dir = fixture_dir() + "/rnn_lstm_bidir";
+  if (!fs::exists(dir + "/model.pt")) GTEST_SKIP() << "no rnn_lstm_bidir fixture";
+  ConvertResult r = convert_torchscript(dir + "/model.pt", read_spec(dir).opts);
+  ASSERT_EQ(r.model.graph.outputs.size(), 3u);
+  const auto& y = r.model.graph.outputs[0].type.shape;  // [batch, seq, 2*hidden]
+  ASSERT_TRUE(y && y->dims.size() == 3);
+  EXPECT_EQ(y->dims[0].symbol, "batch");
+  EXPECT_EQ(y->dims[1].symbol, "seq");
+  const auto& h = r.model.graph.outputs[1].type.shape;  // [layers*dirs, batch, hidden]
+  ASSERT_TRUE(h && h->dims.size() == 3);
+  EXPECT_EQ(h->dims[1].symbol, "batch");
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, E2E, ::testing::ValuesIn(params()),
                          [](const ::testing::TestParamInfo<Param>& i) {
                            return i.param.name + "_" + std::to_string(i.param.opset);
