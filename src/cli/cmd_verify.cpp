@@ -3,7 +3,10 @@
 
 #include <cstdio>
 
+#include <dlfcn.h>
+
 #include "cli/commands.h"
+#include "runtime/plugin.h"
 #include "cli/specs.h"
 #include "onnx/model_io.h"
 
@@ -18,6 +21,7 @@ struct VerifyArgs {
   double rtol = 1e-3, atol = 1e-4;
   bool locate = false;
   uint64_t seed = 0;
+  std::vector<std::string> plugins, torch_libraries;
 };
 
 int verify(const VerifyArgs& a) {
@@ -43,6 +47,12 @@ int verify(const VerifyArgs& a) {
   o.locate = a.locate;
   o.backend = a.backend;
   o.seed = a.seed;
+  for (const auto& p : a.plugins) load_plugin(p);
+  for (const auto& lib : a.torch_libraries) {
+    // Loading registers the library's ops with the PyTorch dispatcher (as torch.ops.load_library does).
+    if (!dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL))
+      throw InputError("cannot load torch library '" + lib + "': " + std::string(dlerror()));
+  }
   return run_verification(a.model, a.onnx, std::move(o), a.json);
 }
 
@@ -93,6 +103,9 @@ Runner add_verify(CLI::App& app) {
       ->check(CLI::IsMember({"t2o", "ort"}));
   cmd->add_option("--seed", a->seed, "seed of the random inputs (default 0)");
   cmd->add_option("--json", a->json, "also write the whole report as JSON to this file");
+  cmd->add_option("--plugin", a->plugins, "runtime plugin (.so) with kernels for custom ops (runtime/plugin_abi.h), repeatable");
+  cmd->add_option("--torch-library", a->torch_libraries,
+                  "shared library registering custom torch ops (TORCH_LIBRARY), loaded so PyTorch can run them");
   return [a] { return verify(*a); };
 }
 

@@ -182,6 +182,9 @@ def item_custom_op(d, case):
         if r.returncode == 0:
             fail("run without --plugin should fail on mylib::Cbr")
         expect_in(r.stderr, ["Cbr"], "run without plugin")
+        # verify runs PyTorch with the op's torch library and our runtime with the plugin.
+        cli("verify", os.path.join(d, "model.pt"), results[0][0], "--input", "x:2x3x12x12", "--samples", 2,
+            "--plugin", plugin, "--torch-library", A.torch_lib, expect=0)
 
 
 def item_spectral(d, case):
