@@ -8,8 +8,10 @@
 
 #include "ir/graph.h"
 #include "runtime/session.h"
+#include "test_support.h"
 
 using namespace t2o;
+using namespace t2o::test;
 
 namespace {
 
@@ -34,12 +36,6 @@ ValueInfo seq_vi(std::string name, DType dt) {
 
 Attribute graph_attr(std::string name, Graph g) { return Attribute::make_graph(std::move(name), std::make_shared<Graph>(std::move(g))); }
 
-std::vector<float> floats(const Tensor& t) {
-  std::vector<float> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.data<float>()[i]);
-  return v;
-}
-
 Model model_of(Graph g, int64_t opset = 17) {
   Model m;
   m.opset_import = {{"", opset}};
@@ -58,9 +54,9 @@ TEST(ControlFlow, IfBranchesReadOuterScope) {
   Session s(model_of(g));
   Tensor x = Tensor::from_vector<float>({1.5f, -2.f}, {2});
   auto a = s.run({{"c", Tensor::scalar<bool>(true)}, {"x", x}});
-  EXPECT_EQ(floats(a.at("y").tensor), (std::vector<float>{3.f, -4.f}));
+  EXPECT_EQ(values<float>(a.at("y").tensor), (std::vector<float>{3.f, -4.f}));
   auto b = s.run({{"c", Tensor::scalar<bool>(false)}, {"x", x}});
-  EXPECT_EQ(floats(b.at("y").tensor), (std::vector<float>{1.5f, -2.f}));
+  EXPECT_EQ(values<float>(b.at("y").tensor), (std::vector<float>{1.5f, -2.f}));
 }
 
 // Loop summing x into y until the body's cond (iter < limit) turns false; y_out is also scanned.
@@ -83,19 +79,19 @@ TEST(ControlFlow, LoopStopsOnConditionAndConcatenatesScans) {
   Tensor x = Tensor::from_vector<float>({1.f, 10.f}, {2}), y0 = Tensor::from_vector<float>({0.f, 0.f}, {2});
   auto r = s.run({{"M", Tensor::scalar<int64_t>(100)}, {"x", x}, {"y0", y0}});
   // Iterations 0, 1, 2 run; the third reports 2 < 2 == false.
-  EXPECT_EQ(floats(r.at("y").tensor), (std::vector<float>{3.f, 30.f}));
+  EXPECT_EQ(values<float>(r.at("y").tensor), (std::vector<float>{3.f, 30.f}));
   EXPECT_EQ(r.at("ys").tensor.dims(), (Dims{3, 2}));
-  EXPECT_EQ(floats(r.at("ys").tensor), (std::vector<float>{1, 10, 2, 20, 3, 30}));
+  EXPECT_EQ(values<float>(r.at("ys").tensor), (std::vector<float>{1, 10, 2, 20, 3, 30}));
   // Trip count limits first.
   auto r1 = s.run({{"M", Tensor::scalar<int64_t>(1)}, {"x", x}, {"y0", y0}});
-  EXPECT_EQ(floats(r1.at("y").tensor), (std::vector<float>{1.f, 10.f}));
+  EXPECT_EQ(values<float>(r1.at("y").tensor), (std::vector<float>{1.f, 10.f}));
 }
 
 TEST(ControlFlow, ZeroTripLoopKeepsInitialValues) {
   Session s(sum_loop());
   Tensor x = Tensor::from_vector<float>({1.f, 10.f}, {2}), y0 = Tensor::from_vector<float>({4.f, 5.f}, {2});
   auto r = s.run({{"M", Tensor::scalar<int64_t>(0)}, {"x", x}, {"y0", y0}});
-  EXPECT_EQ(floats(r.at("y").tensor), (std::vector<float>{4.f, 5.f}));
+  EXPECT_EQ(values<float>(r.at("y").tensor), (std::vector<float>{4.f, 5.f}));
   EXPECT_EQ(r.at("ys").tensor.dims(), (Dims{0, 2}));
 }
 
@@ -121,15 +117,15 @@ TEST(ControlFlow, ScanAxesAndDirections) {
     // x rows (1,2) (3,4) (5,6) scanned in reverse, outputs stacked on axis 1.
     Session s(sum_scan(0, 1, 1, {3, 2}));
     auto r = s.run({{"s0", s0}, {"x", Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2})}});
-    EXPECT_EQ(floats(r.at("s").tensor), (std::vector<float>{9.f, 12.f}));
+    EXPECT_EQ(values<float>(r.at("s").tensor), (std::vector<float>{9.f, 12.f}));
     EXPECT_EQ(r.at("ys").tensor.dims(), (Dims{2, 3}));
-    EXPECT_EQ(floats(r.at("ys").tensor), (std::vector<float>{5, 8, 9, 6, 10, 12}));
+    EXPECT_EQ(values<float>(r.at("ys").tensor), (std::vector<float>{5, 8, 9, 6, 10, 12}));
   }
   {
     // The same data transposed, scanned along axis 1 forward.
     Session s(sum_scan(1, 0, 0, {2, 3}));
     auto r = s.run({{"s0", s0}, {"x", Tensor::from_vector<float>({1, 3, 5, 2, 4, 6}, {2, 3})}});
-    EXPECT_EQ(floats(r.at("ys").tensor), (std::vector<float>{1, 2, 4, 6, 9, 12}));
+    EXPECT_EQ(values<float>(r.at("ys").tensor), (std::vector<float>{1, 2, 4, 6, 9, 12}));
   }
 }
 
@@ -147,7 +143,7 @@ TEST(ControlFlow, SequenceMapAndSplitConcatRoundTrip) {
   g.outputs = {tvi("y", DType::Float), tvi("n", DType::Int64)};
   Session s(model_of(g));
   auto r = s.run({{"x", Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2})}});
-  EXPECT_EQ(floats(r.at("y").tensor), (std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16}));
+  EXPECT_EQ(values<float>(r.at("y").tensor), (std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16}));
   EXPECT_EQ(r.at("n").tensor.as_int(0), 2);
 }
 

@@ -11,8 +11,10 @@
 
 #include "ir/graph.h"
 #include "runtime/session.h"
+#include "test_support.h"
 
 using namespace t2o;
+using namespace t2o::test;
 
 namespace {
 
@@ -52,22 +54,6 @@ Tensor run(Session& s, const std::vector<Tensor>& ins, const std::set<size_t>& c
   return s.run(feeds).at("y").tensor;
 }
 
-Tensor random_float(std::mt19937& g, const Dims& d) {
-  Tensor t(DType::Float, d);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = u(g);
-  return t;
-}
-
-void expect_close(const Tensor& want, const Tensor& got, const std::string& what) {
-  ASSERT_EQ(want.dims(), got.dims()) << what;
-  const float* w = want.data<float>();
-  const float* g = got.data<float>();
-  for (int64_t i = 0; i < want.numel(); ++i)
-    ASSERT_NEAR(w[i], g[i], 1e-4 * (1 + std::fabs(w[i]))) << what << " at " << i;
-}
-
 struct Case {
   std::vector<Tensor> ins;
   std::vector<Attribute> attrs;
@@ -102,8 +88,8 @@ Case random_case(std::mt19937& g, bool transpose) {
   xd.insert(xd.end(), in.begin(), in.end());
   Dims wd = transpose ? Dims{c, mg} : Dims{m, cg};
   wd.insert(wd.end(), k.begin(), k.end());
-  cs.ins = {random_float(g, xd), random_float(g, wd)};
-  if (pick(0, 2) > 0) cs.ins.push_back(random_float(g, {m}));
+  cs.ins = {random_uniform(g, xd), random_uniform(g, wd)};
+  if (pick(0, 2) > 0) cs.ins.push_back(random_uniform(g, {m}));
   cs.attrs = {Attribute::make_ints("strides", s), Attribute::make_ints("dilations", d),
               Attribute::make_int("group", group)};
   int pad_kind = static_cast<int>(pick(0, 3));
@@ -136,12 +122,12 @@ void differential(bool transpose, int cases) {
     Session ref = make_session(op, cs.ins, cs.attrs, used, false);
     Session fast = make_session(op, cs.ins, cs.attrs, used, true, 2);
     std::string what = cs.what + (used.empty() ? "" : " const-w");
-    expect_close(run(ref, cs.ins, used), run(fast, cs.ins, used), what);
+    expect_close_f32(run(ref, cs.ins, used), run(fast, cs.ins, used), what);
     // A new input shape on the same sessions, then the first shape again (cached primitive).
     std::vector<Tensor> ins2 = cs.ins;
-    ins2[0] = random_float(g, cs.x2);
-    expect_close(run(ref, ins2, used), run(fast, ins2, used), what + " second shape " + dims_to_string(cs.x2));
-    expect_close(run(ref, cs.ins, used), run(fast, cs.ins, used), what + " first shape again");
+    ins2[0] = random_uniform(g, cs.x2);
+    expect_close_f32(run(ref, ins2, used), run(fast, ins2, used), what + " second shape " + dims_to_string(cs.x2));
+    expect_close_f32(run(ref, cs.ins, used), run(fast, cs.ins, used), what + " first shape again");
   }
 }
 
@@ -165,7 +151,7 @@ TEST(RuntimeConv, KnownValues) {
 
 TEST(RuntimeConv, DoubleAndHalf) {
   std::mt19937 g(11);
-  Tensor x = random_float(g, {1, 2, 5, 5}), w = random_float(g, {3, 2, 3, 3});
+  Tensor x = random_uniform(g, {1, 2, 5, 5}), w = random_uniform(g, {3, 2, 3, 3});
   Session s = make_session("Conv", {x, w}, {}, {}, false);
   Tensor want = run(s, {x, w}, {});
   for (DType dt : {DType::Double, DType::Float16}) {
@@ -187,16 +173,16 @@ TEST(RuntimeConv, DoubleAndHalf) {
 
 TEST(RuntimeConv, BadInput) {
   std::mt19937 g(5);
-  Tensor x = random_float(g, {1, 2, 5, 5}), w = random_float(g, {3, 2, 3, 3});
+  Tensor x = random_uniform(g, {1, 2, 5, 5}), w = random_uniform(g, {3, 2, 3, 3});
   for (bool fast : {false, true}) {
     Session s = make_session("Conv", {x, w}, {}, {}, fast);
-    EXPECT_THROW(run(s, {random_float(g, {1, 2, 5}), w}, {}), Error);            // rank mismatch
-    EXPECT_THROW(run(s, {random_float(g, {1, 4, 5, 5}), w}, {}), Error);         // channel mismatch
-    EXPECT_THROW(run(s, {random_float(g, {1, 2, 2, 2}), w}, {}), Error);         // kernel larger than input
-    Session sb = make_session("Conv", {x, w, random_float(g, {3})}, {}, {}, fast);
-    EXPECT_THROW(run(sb, {x, w, random_float(g, {4})}, {}), Error);               // bias size
-    Session st = make_session("ConvTranspose", {x, random_float(g, {2, 3, 3, 3})}, {}, {}, fast);
-    EXPECT_THROW(run(st, {x, random_float(g, {3, 3, 3, 3})}, {}), Error);
+    EXPECT_THROW(run(s, {random_uniform(g, {1, 2, 5}), w}, {}), Error);            // rank mismatch
+    EXPECT_THROW(run(s, {random_uniform(g, {1, 4, 5, 5}), w}, {}), Error);         // channel mismatch
+    EXPECT_THROW(run(s, {random_uniform(g, {1, 2, 2, 2}), w}, {}), Error);         // kernel larger than input
+    Session sb = make_session("Conv", {x, w, random_uniform(g, {3})}, {}, {}, fast);
+    EXPECT_THROW(run(sb, {x, w, random_uniform(g, {4})}, {}), Error);               // bias size
+    Session st = make_session("ConvTranspose", {x, random_uniform(g, {2, 3, 3, 3})}, {}, {}, fast);
+    EXPECT_THROW(run(st, {x, random_uniform(g, {3, 3, 3, 3})}, {}), Error);
   }
   Tensor xi(DType::UInt8, {1, 1, 3, 3}), wi(DType::Float, {1, 1, 2, 2});
   Session si = make_session("ConvInteger", {xi, wi}, {}, {}, true);

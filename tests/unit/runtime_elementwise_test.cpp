@@ -9,63 +9,12 @@
 
 #include "ir/graph.h"
 #include "runtime/session.h"
+#include "test_support.h"
 
 using namespace t2o;
+using namespace t2o::test;
 
 namespace {
-
-struct RunOpts {
-  bool fast = true;
-  int threads = 1;
-  int64_t opset = 17;
-  std::string domain;
-};
-
-// Runs one node over the given inputs and returns its single output.
-Tensor run_op(const std::string& op, const std::vector<Tensor>& ins, const std::vector<Attribute>& attrs = {},
-              RunOpts o = {}) {
-  Model m;
-  m.opset_import = {{"", o.opset}};
-  if (!o.domain.empty()) m.opset_import.push_back({o.domain, 1});
-  Node n;
-  n.op_type = op;
-  n.domain = o.domain;
-  n.name = "n";
-  n.attributes = attrs;
-  std::map<std::string, RValue> feeds;
-  for (size_t i = 0; i < ins.size(); ++i) {
-    std::string name = "x" + std::to_string(i);
-    m.graph.inputs.push_back({name, Type::tensor(ins[i].dtype(), Shape::of(ins[i].dims())), {}});
-    n.inputs.push_back(name);
-    feeds[name] = ins[i];
-  }
-  n.outputs = {"y"};
-  m.graph.nodes.push_back(n);
-  m.graph.outputs.push_back({"y", Type::tensor(DType::Undefined), {}});
-  SessionOptions so;
-  so.fast_paths = o.fast;
-  so.threads = o.threads;
-  Session s(std::move(m), so);
-  return s.run(feeds).at("y").tensor;
-}
-
-const RunOpts kRef{false, 1, 17, ""};
-const RunOpts kFast2{true, 2, 17, ""};
-RunOpts at_opset(int64_t v) { return RunOpts{true, 1, v, ""}; }
-
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  const T* p = t.data<T>();
-  return std::vector<T>(p, p + t.numel());
-}
-
-Tensor random_float(std::mt19937& g, const Dims& d) {
-  Tensor t(DType::Float, d);
-  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = u(g);
-  return t;
-}
 
 // A shape and a partner that broadcasts against it (leading dims dropped, some dims set to 1).
 std::pair<Dims, Dims> random_pair(std::mt19937& g, int64_t max_dim) {
@@ -99,7 +48,7 @@ TEST(RuntimeElementwise, FastMatchesReferenceOnRandomBroadcasts) {
   const char* ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "PRelu", "Greater"};
   for (int iter = 0; iter < 200; ++iter) {
     auto [da, db] = random_pair(g, iter % 10 == 0 ? 40 : 6);
-    Tensor a = random_float(g, da), b = random_float(g, db);
+    Tensor a = random_uniform(g, da, -3.0f, 3.0f), b = random_uniform(g, db, -3.0f, 3.0f);
     for (const char* op : ops) {
       if (std::string(op) == "PRelu" && !broadcasts_onto(db, da)) continue;
       Tensor ref = run_op(op, {a, b}, {}, kRef);
@@ -116,10 +65,10 @@ TEST(RuntimeElementwise, FastMatchesReferenceOnRandomBroadcasts) {
 
 TEST(RuntimeElementwise, FastMatchesReferenceOnLargeCnnShapes) {
   std::mt19937 g(7);
-  Tensor x = random_float(g, {2, 64, 33, 35});
+  Tensor x = random_uniform(g, {2, 64, 33, 35}, -3.0f, 3.0f);
   std::vector<Dims> partners = {{1, 64, 1, 1}, {64, 1, 1}, {2, 64, 33, 35}, {}, {35}, {2, 1, 33, 1}};
   for (const Dims& d : partners) {
-    Tensor b = random_float(g, d);
+    Tensor b = random_uniform(g, d, -3.0f, 3.0f);
     for (const char* op : {"Add", "Mul", "Sub"}) {
       Tensor ref = run_op(op, {x, b}, {}, kRef);
       Tensor fast = run_op(op, {x, b}, {}, kFast2);

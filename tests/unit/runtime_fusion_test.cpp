@@ -11,18 +11,12 @@
 #include "ir/graph.h"
 #include "runtime/optimize.h"
 #include "runtime/session.h"
+#include "test_support.h"
 
 using namespace t2o;
+using namespace t2o::test;
 
 namespace {
-
-Tensor random_float(std::mt19937& g, const Dims& d) {
-  Tensor t(DType::Float, d);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = u(g);
-  return t;
-}
 
 Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out, std::vector<Attribute> attrs = {}) {
   Node n;
@@ -93,14 +87,6 @@ int count_op(const Graph& g, const std::string& op) {
   return k;
 }
 
-void expect_close(const Tensor& want, const Tensor& got, const std::string& what) {
-  ASSERT_EQ(want.dims(), got.dims()) << what;
-  const float* w = want.data<float>();
-  const float* g = got.data<float>();
-  for (int64_t i = 0; i < want.numel(); ++i)
-    ASSERT_NEAR(w[i], g[i], 1e-4 * (1 + std::fabs(w[i]))) << what << " at " << i;
-}
-
 // The activation chains appended after the conv output "c"; each ends in value "out".
 enum class Tail { Relu, Leaky, Clip, ClipAttr, Swish, SwishSwapped, HardSwish, AddRelu, AddFirst, AddClip, ReluAdd };
 constexpr Tail kTails[] = {Tail::Relu, Tail::Leaky, Tail::Clip, Tail::ClipAttr, Tail::Swish, Tail::SwishSwapped,
@@ -160,14 +146,14 @@ TEST(RuntimeFusion, FusedMatchesReferenceOnRandomShapes) {
     bool bcast = uses_residual(tail) && iter % 3 == 2;
     Builder b;
     b.input("x", c.x);
-    b.init("w", random_float(g, c.w));
+    b.init("w", random_uniform(g, c.w));
     bool bias = iter % 2 == 0;
-    if (bias) b.init("b", random_float(g, {c.w[0]}));
-    std::map<std::string, RValue> feeds{{"x", random_float(g, c.x)}};
+    if (bias) b.init("b", random_uniform(g, {c.w[0]}));
+    std::map<std::string, RValue> feeds{{"x", random_uniform(g, c.x)}};
     Dims rd = bcast ? Dims{1, c.y[1], 1, 1} : c.y;
     if (uses_residual(tail)) {
       b.input("r", rd);
-      feeds["r"] = random_float(g, rd);
+      feeds["r"] = random_uniform(g, rd);
     }
     b.add(node("Conv", bias ? std::vector<std::string>{"x", "w", "b"} : std::vector<std::string>{"x", "w"}, {"c"}, c.attrs));
     add_tail(b, tail);
@@ -176,7 +162,7 @@ TEST(RuntimeFusion, FusedMatchesReferenceOnRandomShapes) {
     auto want = run(b.m, false, feeds, 1);
     for (int threads : {1, 2}) {
       auto got = run(b.m, true, feeds, threads);
-      expect_close(want.at("out").tensor, got.at("out").tensor, what);
+      expect_close_f32(want.at("out").tensor, got.at("out").tensor, what);
     }
     // The whole chain became one node; the conv output is no longer a value of the fused plan.
     Graph g2 = rewritten(b.m);
@@ -189,11 +175,11 @@ TEST(RuntimeFusion, FusedMatchesReferenceOnRandomShapes) {
 TEST(RuntimeFusion, SharedOrOutputIntermediatesStay) {
   std::mt19937 g(11);
   ConvCase c{{1, 4, 6, 6}, {8, 4, 3, 3}, {Attribute::make_ints("pads", {1, 1, 1, 1})}, {1, 8, 6, 6}};
-  std::map<std::string, RValue> feeds{{"x", random_float(g, c.x)}};
+  std::map<std::string, RValue> feeds{{"x", random_uniform(g, c.x)}};
   for (int variant = 0; variant < 2; ++variant) {
     Builder b;
     b.input("x", c.x);
-    b.init("w", random_float(g, c.w));
+    b.init("w", random_uniform(g, c.w));
     b.add(node("Conv", {"x", "w"}, {"c"}, c.attrs));
     b.add(node("Relu", {"c"}, {"out"}));
     b.output("out");
@@ -204,8 +190,8 @@ TEST(RuntimeFusion, SharedOrOutputIntermediatesStay) {
     if (variant == 1) got["c"] = Session(b.m).run_all(feeds).at("c");
     EXPECT_TRUE(produces(rewritten(b.m), "c"));
     EXPECT_EQ(count_op(rewritten(b.m), "FusedConv"), 0);
-    expect_close(want.at("c").tensor, got.at("c").tensor, "c");
-    expect_close(want.at("out").tensor, got.at("out").tensor, "out");
+    expect_close_f32(want.at("c").tensor, got.at("c").tensor, "c");
+    expect_close_f32(want.at("out").tensor, got.at("out").tensor, "out");
   }
 }
 
@@ -215,23 +201,23 @@ TEST(RuntimeFusion, ChainsOfFusedConvs) {
   Builder b;
   b.input("x", {1, 16, 10, 10});
   auto pads = Attribute::make_ints("pads", {1, 1, 1, 1});
-  b.init("w1", random_float(g, {16, 16, 3, 3}));
-  b.init("w2", random_float(g, {16, 16, 3, 3}));
-  b.init("b2", random_float(g, {16}));
+  b.init("w1", random_uniform(g, {16, 16, 3, 3}));
+  b.init("w2", random_uniform(g, {16, 16, 3, 3}));
+  b.init("b2", random_uniform(g, {16}));
   b.add(node("Conv", {"x", "w1"}, {"c1"}, {pads}));
   b.add(node("Relu", {"c1"}, {"r1"}));
   b.add(node("Conv", {"r1", "w2", "b2"}, {"c2"}, {pads}));
   b.add(node("Add", {"c2", "r1"}, {"a"}));
   b.add(node("Relu", {"a"}, {"out"}));
   b.output("out");
-  std::map<std::string, RValue> feeds{{"x", random_float(g, {1, 16, 10, 10})}};
+  std::map<std::string, RValue> feeds{{"x", random_uniform(g, {1, 16, 10, 10})}};
   auto want = run(b.m, false, feeds, 1);
   SessionOptions so;
   so.threads = 2;
   Session s(b.m, so);
   for (int i = 0; i < 3; ++i) {  // repeated runs reuse pooled buffers
     auto got = s.run(feeds);
-    expect_close(want.at("out").tensor, got.at("out").tensor, "run " + std::to_string(i));
+    expect_close_f32(want.at("out").tensor, got.at("out").tensor, "run " + std::to_string(i));
   }
   Graph g2 = rewritten(b.m);
   EXPECT_EQ(count_op(g2, "FusedConv"), 2);
@@ -243,7 +229,7 @@ TEST(RuntimeFusion, ChainsOfFusedConvs) {
   auto all = s.run_all(feeds);
   for (const char* name : {"c1", "r1", "c2", "a", "out"}) {
     ASSERT_EQ(all.count(name), 1u) << name;
-    expect_close(want.at(name).tensor, all.at(name).tensor, name);
+    expect_close_f32(want.at(name).tensor, all.at(name).tensor, name);
   }
 }
 
@@ -255,9 +241,9 @@ TEST(RuntimeFusion, ResidualThatDiesIsOverwrittenInPlace) {
     Builder b;
     b.input("x", {1, 3, 9, 9});
     auto pads = Attribute::make_ints("pads", {1, 1, 1, 1});
-    b.init("w0", random_float(g, {c, 3, 3, 3}));
-    b.init("w1", random_float(g, {c, c, 3, 3}));
-    b.init("w2", random_float(g, {c, c, 1, 1}));
+    b.init("w0", random_uniform(g, {c, 3, 3, 3}));
+    b.init("w1", random_uniform(g, {c, c, 3, 3}));
+    b.init("w2", random_uniform(g, {c, c, 1, 1}));
     b.add(node("Conv", {"x", "w0"}, {"c0"}, {pads}));
     b.add(node("Relu", {"c0"}, {"h"}));
     b.add(node("Conv", {"h", "w1"}, {"c1"}, {pads}));
@@ -266,10 +252,10 @@ TEST(RuntimeFusion, ResidualThatDiesIsOverwrittenInPlace) {
     b.add(node("Add", {"h", "c2"}, {"a"}));
     b.add(node("Relu", {"a"}, {"out"}));
     b.output("out");
-    std::map<std::string, RValue> feeds{{"x", random_float(g, {1, 3, 9, 9})}};
+    std::map<std::string, RValue> feeds{{"x", random_uniform(g, {1, 3, 9, 9})}};
     auto want = run(b.m, false, feeds, 1);
     Session s(b.m);
-    for (int i = 0; i < 3; ++i) expect_close(want.at("out").tensor, s.run(feeds).at("out").tensor, "c " + std::to_string(c));
+    for (int i = 0; i < 3; ++i) expect_close_f32(want.at("out").tensor, s.run(feeds).at("out").tensor, "c " + std::to_string(c));
   }
 }
 
@@ -285,9 +271,9 @@ TEST(RuntimeFusion, BlockedChainsMatchReference) {
     Dims wb{m, depthwise ? 1 : m, k, k};
     Builder b;
     b.input("x", a.x);
-    b.init("wa", random_float(g, a.w));
-    b.init("wb", random_float(g, wb));
-    b.init("bb", random_float(g, {m}));
+    b.init("wa", random_uniform(g, a.w));
+    b.init("wb", random_uniform(g, wb));
+    b.init("bb", random_uniform(g, {m}));
     b.add(node("Conv", {"x", "wa"}, {"ca"}, a.attrs));
     b.add(node("Relu", {"ca"}, {"m"}));
     b.add(node("Conv", {"m", "wb", "bb"}, {"cb"},
@@ -297,13 +283,13 @@ TEST(RuntimeFusion, BlockedChainsMatchReference) {
     b.output("out");
     bool m_out = iter % 4 == 1;
     if (m_out) b.output("m");
-    std::map<std::string, RValue> feeds{{"x", random_float(g, a.x)}};
+    std::map<std::string, RValue> feeds{{"x", random_uniform(g, a.x)}};
     std::string what = "iter " + std::to_string(iter) + " x " + dims_to_string(a.x) + " wa " + dims_to_string(a.w) +
                        " wb " + dims_to_string(wb);
     auto want = run(b.m, false, feeds, 1);
     auto got = run(b.m, true, feeds, 2);
-    expect_close(want.at("out").tensor, got.at("out").tensor, what);
-    if (m_out) expect_close(want.at("m").tensor, got.at("m").tensor, what + " m");
+    expect_close_f32(want.at("out").tensor, got.at("out").tensor, what);
+    if (m_out) expect_close_f32(want.at("m").tensor, got.at("m").tensor, what + " m");
     // m goes blocked; as a graph output it also comes back to NCHW under its own name.
     Graph g2 = rewritten(b.m);
     EXPECT_TRUE(produces(g2, "m#blocked")) << what;

@@ -7,77 +7,12 @@
 #include <random>
 
 #include "runtime/session.h"
+#include "test_support.h"
 
 using namespace t2o;
+using namespace t2o::test;
 
 namespace {
-
-struct In {
-  std::string name;
-  Tensor value;
-  bool initializer = false;
-};
-
-// A model of one node whose inputs are graph inputs or initializers.
-Model one_node(const std::string& op, const std::vector<In>& ins, std::vector<Attribute> attrs = {}, int outputs = 1,
-               int64_t opset = 17) {
-  Model m;
-  m.opset_import = {{"", opset}};
-  Node n;
-  n.op_type = op;
-  n.name = "n";
-  for (const In& i : ins) {
-    n.inputs.push_back(i.name);
-    if (i.name.empty()) continue;
-    if (i.initializer) m.graph.initializers.push_back({i.name, i.value, ""});
-    else m.graph.inputs.push_back({i.name, Type::tensor(i.value.dtype()), ""});
-  }
-  for (int o = 0; o < outputs; ++o) {
-    n.outputs.push_back("y" + std::to_string(o));
-    m.graph.outputs.push_back({"y" + std::to_string(o), Type::tensor(DType::Undefined), ""});
-  }
-  n.attributes = std::move(attrs);
-  m.graph.nodes.push_back(n);
-  return m;
-}
-
-std::vector<Tensor> run(const Model& m, const std::vector<In>& ins, bool fast, int threads = 1) {
-  SessionOptions o;
-  o.fast_paths = fast;
-  o.threads = threads;
-  Session s(m, o);
-  std::map<std::string, RValue> feeds;
-  for (const In& i : ins)
-    if (!i.initializer && !i.name.empty()) feeds[i.name] = i.value;
-  auto out = s.run(feeds);
-  std::vector<Tensor> r;
-  for (size_t k = 0; k < m.graph.outputs.size(); ++k) r.push_back(out.at("y" + std::to_string(k)).tensor);
-  return r;
-}
-
-Tensor random_tensor(std::mt19937& rng, Dims d) {
-  Tensor t(DType::Float, d);
-  std::normal_distribution<float> g;
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = g(rng);
-  return t;
-}
-
-void expect_close(const Tensor& want, const Tensor& got, double tol = 1e-4) {
-  ASSERT_EQ(want.dims(), got.dims());
-  for (int64_t i = 0; i < want.numel(); ++i)
-    ASSERT_NEAR(want.as_double(i), got.as_double(i), tol * (1 + std::fabs(want.as_double(i)))) << "at " << i;
-}
-
-// Runs the model with and without fast paths and compares.
-void differential(const Model& m, const std::vector<In>& ins) {
-  auto ref = run(m, ins, false);
-  auto fast = run(m, ins, true);
-  auto fast2 = run(m, ins, true, 2);
-  for (size_t k = 0; k < ref.size(); ++k) {
-    expect_close(ref[k], fast[k]);
-    expect_close(ref[k], fast2[k]);
-  }
-}
 
 TEST(RuntimeMatmul, MatMulKnownValues) {
   Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
@@ -112,7 +47,7 @@ TEST(RuntimeMatmul, MatMulDifferentialRandomShapes) {
       case 4: ad = {M, K}; bd = {4, K, N}; break;
     }
     bool const_b = it % 2 == 0;
-    std::vector<In> ins{{"a", random_tensor(rng, ad)}, {"b", random_tensor(rng, bd), const_b}};
+    std::vector<In> ins{{"a", random_normal(rng, ad)}, {"b", random_normal(rng, bd), const_b}};
     differential(one_node("MatMul", ins), ins);
   }
 }
@@ -125,11 +60,11 @@ TEST(RuntimeMatmul, GemmDifferentialRandomShapes) {
     bool ta = it & 1, tb = it & 2, const_b = it & 4;
     int c_kind = (it / 8) % 4;  // none, (N), (M,N), (1,1)
     float alpha = it % 3 == 0 ? 1.0f : 0.5f, beta = it % 5 == 0 ? 1.0f : 2.0f;
-    std::vector<In> ins{{"a", random_tensor(rng, ta ? Dims{K, M} : Dims{M, K})},
-                        {"b", random_tensor(rng, tb ? Dims{N, K} : Dims{K, N}), const_b}};
-    if (c_kind == 1) ins.push_back({"c", random_tensor(rng, {N}), const_b});
-    if (c_kind == 2) ins.push_back({"c", random_tensor(rng, {M, N})});
-    if (c_kind == 3) ins.push_back({"c", random_tensor(rng, {1, 1})});
+    std::vector<In> ins{{"a", random_normal(rng, ta ? Dims{K, M} : Dims{M, K})},
+                        {"b", random_normal(rng, tb ? Dims{N, K} : Dims{K, N}), const_b}};
+    if (c_kind == 1) ins.push_back({"c", random_normal(rng, {N}), const_b});
+    if (c_kind == 2) ins.push_back({"c", random_normal(rng, {M, N})});
+    if (c_kind == 3) ins.push_back({"c", random_normal(rng, {1, 1})});
     Model m = one_node("Gemm", ins,
                        {Attribute::make_int("transA", ta), Attribute::make_int("transB", tb),
                         Attribute::make_float("alpha", alpha), Attribute::make_float("beta", beta)});
@@ -139,15 +74,15 @@ TEST(RuntimeMatmul, GemmDifferentialRandomShapes) {
 
 TEST(RuntimeMatmul, BadShapesThrow) {
   std::mt19937 rng(1);
-  std::vector<In> ins{{"a", random_tensor(rng, {2, 3})}, {"b", random_tensor(rng, {4, 2})}};
+  std::vector<In> ins{{"a", random_normal(rng, {2, 3})}, {"b", random_normal(rng, {4, 2})}};
   EXPECT_THROW(run(one_node("MatMul", ins), ins, true), Error);
-  std::vector<In> g{{"a", random_tensor(rng, {2, 3, 1})}, {"b", random_tensor(rng, {3, 2})}};
+  std::vector<In> g{{"a", random_normal(rng, {2, 3, 1})}, {"b", random_normal(rng, {3, 2})}};
   EXPECT_THROW(run(one_node("Gemm", g), g, true), Error);
-  std::vector<In> gc{{"a", random_tensor(rng, {2, 3})}, {"b", random_tensor(rng, {3, 2})}, {"c", random_tensor(rng, {3})}};
+  std::vector<In> gc{{"a", random_normal(rng, {2, 3})}, {"b", random_normal(rng, {3, 2})}, {"c", random_normal(rng, {3})}};
   EXPECT_THROW(run(one_node("Gemm", gc), gc, true), Error);
-  std::vector<In> d{{"x", random_tensor(rng, {2, 3})}};
+  std::vector<In> d{{"x", random_normal(rng, {2, 3})}};
   EXPECT_THROW(run(one_node("Det", d), d, true), Error);
-  std::vector<In> e{{"x", random_tensor(rng, {2, 3})}};
+  std::vector<In> e{{"x", random_normal(rng, {2, 3})}};
   EXPECT_THROW(run(one_node("Einsum", e, {Attribute::make_string("equation", "ijk->i")}), e, true), Error);
   EXPECT_THROW(run(one_node("Einsum", e, {Attribute::make_string("equation", "ij,jk->i")}), e, true), Error);
   EXPECT_THROW(run(one_node("Einsum", e, {Attribute::make_string("equation", "i1->i")}), e, true), Error);
@@ -192,7 +127,7 @@ TEST(RuntimeMatmul, EinsumDifferentialRandomShapes) {
         for (const char* q = s; *q; ++q) d.push_back(size[*q]);
         return d;
       };
-      std::vector<In> ins{{"a", random_tensor(rng, dims(c.a))}, {"b", random_tensor(rng, dims(c.b))}};
+      std::vector<In> ins{{"a", random_normal(rng, dims(c.a))}, {"b", random_normal(rng, dims(c.b))}};
       differential(one_node("Einsum", ins, {Attribute::make_string("equation", c.eq)}), ins);
     }
   }
@@ -240,7 +175,7 @@ TEST(RuntimeMatmul, FuzzNeverCrashes) {
     for (int i = 0; i < n_in; ++i) {
       Dims d = rdims();
       Tensor t = q8 ? Tensor(DType::UInt8, d)
-                 : (op == "NegativeLogLikelihoodLoss" && i == 1) ? Tensor(DType::Int64, d) : random_tensor(rng, d);
+                 : (op == "NegativeLogLikelihoodLoss" && i == 1) ? Tensor(DType::Int64, d) : random_normal(rng, d);
       if (op == "NegativeLogLikelihoodLoss" && i == 1)
         for (int64_t k = 0; k < t.numel(); ++k) t.data<int64_t>()[k] = pick(rng) % 5 - 1;
       const char* names[] = {"x0", "x1", "x2", "x3", "x4"};  // (string + to_string trips a GCC 12 -Wrestrict false positive)

@@ -10,32 +10,12 @@
 
 #include "ir/graph.h"
 #include "runtime/session.h"
+#include "test_support.h"
 
 using namespace t2o;
+using namespace t2o::test;
 
 namespace {
-
-Tensor run_op(const std::string& op, const std::vector<Tensor>& ins, const std::vector<Attribute>& attrs = {},
-              int64_t opset = 17, bool fast = true) {
-  Model m;
-  m.opset_import = {{"", opset}};
-  Node n;
-  n.op_type = op;
-  n.name = "n";
-  n.attributes = attrs;
-  std::map<std::string, RValue> feeds;
-  for (size_t i = 0; i < ins.size(); ++i) {
-    std::string name = "x" + std::to_string(i);
-    m.graph.inputs.push_back({name, Type::tensor(ins[i].dtype(), Shape::of(ins[i].dims())), {}});
-    n.inputs.push_back(name);
-    feeds[name] = ins[i];
-  }
-  n.outputs = {"y"};
-  m.graph.outputs.push_back({"y", Type::tensor(DType::Undefined), {}});
-  m.graph.nodes.push_back(n);
-  Session s(std::move(m), {.threads = 1, .fast_paths = fast});
-  return s.run(feeds).at("y").tensor;
-}
 
 TEST(MiscKernels, RandomUniformRangeShapeDtype) {
   Tensor y = run_op("RandomUniform", {},
@@ -107,14 +87,14 @@ TEST(MiscKernels, FftFastPathMatchesDirectDft) {
     Tensor x(DType::Float, {batch, n, 3, comps});
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(g);
     std::vector<Attribute> a{Attribute::make_int("inverse", trial % 3 == 0), Attribute::make_int("onesided", trial % 4 == 1)};
-    Tensor fast = run_op("DFT", {x}, a, 17, true), ref = run_op("DFT", {x}, a, 17, false);
+    Tensor fast = run_op("DFT", {x}, a, at_opset(17)), ref = run_op("DFT", {x}, a, kRef);
     ASSERT_EQ(fast.dims(), ref.dims());
     for (int64_t i = 0; i < fast.numel(); ++i) ASSERT_NEAR(fast.data<float>()[i], ref.data<float>()[i], 1e-4) << "n=" << n;
   }
   Tensor sig(DType::Float, {2, 300, 1});
   for (int64_t i = 0; i < sig.numel(); ++i) sig.data<float>()[i] = u(g);
   std::vector<Tensor> ins{sig, Tensor::scalar<int64_t>(37), Tensor::from_vector<float>(std::vector<float>(64, 0.5f), {64})};
-  Tensor fast = run_op("STFT", ins, {}, 17, true), ref = run_op("STFT", ins, {}, 17, false);
+  Tensor fast = run_op("STFT", ins, {}, at_opset(17)), ref = run_op("STFT", ins, {}, kRef);
   ASSERT_EQ(fast.dims(), (Dims{2, 7, 33, 2}));
   for (int64_t i = 0; i < fast.numel(); ++i) ASSERT_NEAR(fast.data<float>()[i], ref.data<float>()[i], 1e-4);
 }
@@ -129,16 +109,16 @@ TEST(MiscKernels, HannWindowPeriodicAndSymmetric) {
 }
 
 TEST(MiscKernels, BadInputThrows) {
-  EXPECT_THROW(run_op("NonMaxSuppression", {Tensor(DType::Float, {1, 3, 3}), Tensor(DType::Float, {1, 1, 3})}, {}, 11), Error);
-  EXPECT_THROW(run_op("NonMaxSuppression", {Tensor(DType::Float, {1, 3, 4}), Tensor(DType::Float, {1, 1, 2})}, {}, 11), Error);
-  EXPECT_THROW(run_op("StringNormalizer", {Tensor(DType::Float, {2})}, {}, 10), Error);
-  EXPECT_THROW(run_op("StringNormalizer", {Tensor::from_strings({"a", "b", "c", "d"}, {2, 2})}, {}, 10), Error);
+  EXPECT_THROW(run_op("NonMaxSuppression", {Tensor(DType::Float, {1, 3, 3}), Tensor(DType::Float, {1, 1, 3})}, {}, at_opset(11)), Error);
+  EXPECT_THROW(run_op("NonMaxSuppression", {Tensor(DType::Float, {1, 3, 4}), Tensor(DType::Float, {1, 1, 2})}, {}, at_opset(11)), Error);
+  EXPECT_THROW(run_op("StringNormalizer", {Tensor(DType::Float, {2})}, {}, at_opset(10)), Error);
+  EXPECT_THROW(run_op("StringNormalizer", {Tensor::from_strings({"a", "b", "c", "d"}, {2, 2})}, {}, at_opset(10)), Error);
   EXPECT_THROW(run_op("TfIdfVectorizer", {Tensor(DType::Int64, {2, 2, 2})},
                       {Attribute::make_ints("ngram_counts", {0}), Attribute::make_ints("ngram_indexes", {0}),
                        Attribute::make_ints("pool_int64s", {1}), Attribute::make_string("mode", "TF"),
                        Attribute::make_int("min_gram_length", 1), Attribute::make_int("max_gram_length", 1),
                        Attribute::make_int("max_skip_count", 0)},
-                      9),
+                      at_opset(9)),
                Error);
 }
 

@@ -9,8 +9,10 @@
 
 #include "ir/graph.h"
 #include "runtime/session.h"
+#include "test_support.h"
 
 using namespace t2o;
+using namespace t2o::test;
 
 namespace {
 
@@ -49,14 +51,6 @@ std::vector<Tensor> run(Session& s, const std::vector<Tensor>& ins) {
   return r;
 }
 
-Tensor random_float(std::mt19937& g, const Dims& d) {
-  Tensor t(DType::Float, d);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = u(g);
-  return t;
-}
-
 void expect_close(const Tensor& want, const Tensor& got, const std::string& what) {
   ASSERT_EQ(want.dims(), got.dims()) << what;
   for (int64_t i = 0; i < want.numel(); ++i)
@@ -85,14 +79,14 @@ TEST(RuntimePool, DnnlMatchesReference) {
     std::string what = op + " x=" + dims_to_string(xd) + " k=" + dims_to_string(k) + " s=" + dims_to_string(s) +
                        " d=" + dims_to_string(d) + " pad-kind=" + std::to_string(pk) + " pads=" + dims_to_string(pads) +
                        (ceil ? " ceil" : "") + (include ? " include-pad" : "");
-    Tensor x = random_float(g, xd);
+    Tensor x = random_uniform(g, xd);
     Session ref = make_session(op, {x}, attrs, false);
     Session fast = make_session(op, {x}, attrs, true, 1, 17, 2);
     expect_close(run(ref, {x})[0], run(fast, {x})[0], what);
     Dims x2 = xd;
     x2[0] += 1;
     x2.back() += 2;
-    Tensor xb = random_float(g, x2);
+    Tensor xb = random_uniform(g, x2);
     expect_close(run(ref, {xb})[0], run(fast, {xb})[0], what + " second shape");
   }
 }
@@ -184,18 +178,18 @@ TEST(RuntimePool, ResizeShapesAndModes) {
 
 TEST(RuntimePool, BadInput) {
   std::mt19937 g(3);
-  Tensor x = random_float(g, {1, 2, 5, 5});
+  Tensor x = random_uniform(g, {1, 2, 5, 5});
   for (bool fast : {false, true}) {
     Session s = make_session("MaxPool", {x}, {Attribute::make_ints("kernel_shape", {3, 3})}, fast);
-    EXPECT_THROW(run(s, {random_float(g, {1, 2, 5})}), Error);      // kernel rank vs input rank
-    EXPECT_THROW(run(s, {random_float(g, {1, 2, 2, 2})}), Error);   // kernel larger than input
-    EXPECT_THROW(run(s, {random_float(g, {5, 5})}), Error);         // rank < 3
+    EXPECT_THROW(run(s, {random_uniform(g, {1, 2, 5})}), Error);      // kernel rank vs input rank
+    EXPECT_THROW(run(s, {random_uniform(g, {1, 2, 2, 2})}), Error);   // kernel larger than input
+    EXPECT_THROW(run(s, {random_uniform(g, {5, 5})}), Error);         // rank < 3
   }
   Tensor rois = Tensor::from_vector<float>({0, 0, 2, 2}, {1, 4});
   Tensor bi = Tensor::from_vector<int64_t>({3}, {1});
   Session ra = make_session("RoiAlign", {x, rois, bi}, {}, true, 1, 16);
   EXPECT_THROW(run(ra, {x, rois, bi}), Error);  // batch index out of range
-  Tensor grid = random_float(g, {1, 3, 3, 3});
+  Tensor grid = random_uniform(g, {1, 3, 3, 3});
   Session gs = make_session("GridSample", {x, grid}, {}, true, 1, 16);
   EXPECT_THROW(run(gs, {x, grid}), Error);  // grid's last dim must be 2
 }

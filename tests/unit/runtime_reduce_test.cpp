@@ -8,83 +8,15 @@
 #include <random>
 
 #include "runtime/session.h"
+#include "test_support.h"
 
 using namespace t2o;
+using namespace t2o::test;
 
 namespace {
 
-struct In {
-  std::string name;
-  Tensor value;
-  bool initializer = false;
-};
-
-Model one_node(const std::string& op, const std::vector<In>& ins, std::vector<Attribute> attrs = {}, int outputs = 1,
-               int64_t opset = 17) {
-  Model m;
-  m.opset_import = {{"", opset}};
-  Node n;
-  n.op_type = op;
-  n.name = "n";
-  for (const In& i : ins) {
-    n.inputs.push_back(i.name);
-    if (i.name.empty()) continue;
-    if (i.initializer) m.graph.initializers.push_back({i.name, i.value, ""});
-    else m.graph.inputs.push_back({i.name, Type::tensor(i.value.dtype()), ""});
-  }
-  for (int o = 0; o < outputs; ++o) {
-    n.outputs.push_back("y" + std::to_string(o));
-    m.graph.outputs.push_back({"y" + std::to_string(o), Type::tensor(DType::Undefined), ""});
-  }
-  n.attributes = std::move(attrs);
-  m.graph.nodes.push_back(n);
-  return m;
-}
-
-std::vector<Tensor> run(const Model& m, const std::vector<In>& ins, bool fast, int threads = 1) {
-  SessionOptions o;
-  o.fast_paths = fast;
-  o.threads = threads;
-  Session s(m, o);
-  std::map<std::string, RValue> feeds;
-  for (const In& i : ins)
-    if (!i.initializer && !i.name.empty()) feeds[i.name] = i.value;
-  auto out = s.run(feeds);
-  std::vector<Tensor> r;
-  for (size_t k = 0; k < m.graph.outputs.size(); ++k) r.push_back(out.at("y" + std::to_string(k)).tensor);
-  return r;
-}
-
-Tensor random_tensor(std::mt19937& rng, Dims d, float scale = 1.0f) {
-  Tensor t(DType::Float, d);
-  std::normal_distribution<float> g(0.0f, scale);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = g(rng);
-  return t;
-}
-
-void expect_close(const Tensor& want, const Tensor& got, double tol = 1e-4) {
-  ASSERT_EQ(want.dtype(), got.dtype());
-  ASSERT_EQ(want.dims(), got.dims());
-  for (int64_t i = 0; i < want.numel(); ++i)
-    ASSERT_NEAR(want.as_double(i), got.as_double(i), tol * (1 + std::fabs(want.as_double(i)))) << "at " << i;
-}
-
-void differential(const Model& m, const std::vector<In>& ins) {
-  auto ref = run(m, ins, false);
-  auto fast = run(m, ins, true);
-  auto fast2 = run(m, ins, true, 2);
-  for (size_t k = 0; k < ref.size(); ++k) {
-    expect_close(ref[k], fast[k]);
-    expect_close(ref[k], fast2[k]);
-  }
-}
-
-Dims random_dims(std::mt19937& rng, int rank) {
-  std::uniform_int_distribution<int64_t> sz(1, 9);
-  Dims d;
-  for (int i = 0; i < rank; ++i) d.push_back(sz(rng));
-  return d;
-}
+// This file's comparisons also assert matching dtypes (its differential() calls pass check_dtype).
+void expect_close(const Tensor& want, const Tensor& got, double tol = 1e-4) { test::expect_close(want, got, tol, true); }
 
 TEST(RuntimeReduce, KnownValues) {
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
@@ -132,8 +64,8 @@ TEST(RuntimeReduce, ReduceDifferentialRandomShapes) {
     if (it % 7 == 6) axes = {0};  // a leading block: (1, len, inner)
     if (it % 5 == 4 && rank >= 3) axes = {1};  // a middle block
     if (it % 11 == 10 && rank >= 3) axes = {0, 2};  // not one block: reference on both sides
-    std::vector<In> ins{{"x", random_tensor(rng, d)}};
-    differential(one_node(ops[it % 7], ins, {Attribute::make_ints("axes", axes)}, 1, 13), ins);
+    std::vector<In> ins{{"x", random_normal(rng, d)}};
+    differential(one_node(ops[it % 7], ins, {Attribute::make_ints("axes", axes)}, 1, 13), ins, true);
   }
 }
 
@@ -160,11 +92,11 @@ TEST(RuntimeReduce, SoftmaxDifferentialRandomShapes) {
     int rank = 1 + it % 4;
     Dims d = random_dims(rng, rank);
     if (it % 3 == 0) d.back() = 37 + it;  // longer rows exercise the 8-wide loops
-    std::vector<In> ins{{"x", random_tensor(rng, d, it % 2 ? 20.0f : 1.0f)}};
+    std::vector<In> ins{{"x", random_normal(rng, d, it % 2 ? 20.0f : 1.0f)}};
     int64_t axis = it % 3 == 0 ? 0 : (it % 3 == 1 || rank < 2 ? -1 : 1);
     differential(one_node(it % 2 ? "LogSoftmax" : "Softmax", ins, {Attribute::make_int("axis", axis)}, 1,
                           it % 4 == 0 ? 11 : 13),
-                 ins);
+                 ins, true);
   }
 }
 
@@ -176,9 +108,9 @@ TEST(RuntimeReduce, LayerNormDifferentialRandomShapes) {
     if (it % 2) d.back() = 20 + it;
     int64_t axis = it % 4 == 0 ? 1 : -1;
     Dims row(d.begin() + (axis < 0 ? rank - 1 : 1), d.end());
-    std::vector<In> ins{{"x", random_tensor(rng, d)}, {"s", random_tensor(rng, row), true}};
-    if (it % 3) ins.push_back({"b", random_tensor(rng, row), true});
-    differential(one_node("LayerNormalization", ins, {Attribute::make_int("axis", axis)}, 3), ins);
+    std::vector<In> ins{{"x", random_normal(rng, d)}, {"s", random_normal(rng, row), true}};
+    if (it % 3) ins.push_back({"b", random_normal(rng, row), true});
+    differential(one_node("LayerNormalization", ins, {Attribute::make_int("axis", axis)}, 3), ins, true);
   }
 }
 
@@ -187,12 +119,12 @@ TEST(RuntimeReduce, BatchNormFastPathMatchesReference) {
   for (int it = 0; it < 8; ++it) {
     Dims d = random_dims(rng, 2 + it % 3);
     int64_t C = d[1];
-    Tensor var = random_tensor(rng, {C});
+    Tensor var = random_normal(rng, {C});
     for (int64_t c = 0; c < C; ++c) var.data<float>()[c] = std::fabs(var.data<float>()[c]) + 0.1f;
     bool k = it % 2 == 0;  // constant parameters (folded at build) or run-time inputs
-    std::vector<In> ins{{"x", random_tensor(rng, d)}, {"s", random_tensor(rng, {C}), k}, {"b", random_tensor(rng, {C}), k},
-                        {"m", random_tensor(rng, {C}), k}, {"v", var, k}};
-    differential(one_node("BatchNormalization", ins, {Attribute::make_float("epsilon", 1e-3f)}), ins);
+    std::vector<In> ins{{"x", random_normal(rng, d)}, {"s", random_normal(rng, {C}), k}, {"b", random_normal(rng, {C}), k},
+                        {"m", random_normal(rng, {C}), k}, {"v", var, k}};
+    differential(one_node("BatchNormalization", ins, {Attribute::make_float("epsilon", 1e-3f)}), ins, true);
   }
 }
 
@@ -225,8 +157,8 @@ TEST(RuntimeReduce, LossesAndQuantization) {
 
 TEST(RuntimeReduce, GroupNormMatchesInstanceNormWithOneChannelPerGroup) {
   std::mt19937 rng(4);
-  Tensor x = random_tensor(rng, {2, 4, 3, 5});
-  Tensor s = random_tensor(rng, {4}), b = random_tensor(rng, {4});
+  Tensor x = random_normal(rng, {2, 4, 3, 5});
+  Tensor s = random_normal(rng, {4}), b = random_normal(rng, {4});
   std::vector<In> gi{{"x", x}, {"s", s}, {"b", b}};
   auto inst = run(one_node("InstanceNormalization", gi), gi, true)[0];
   auto grp = run(one_node("GroupNormalization", gi, {Attribute::make_int("num_groups", 4)}, 1, 18), gi, true)[0];
@@ -247,12 +179,12 @@ TEST(RuntimeReduce, WrongTypesAndShapesThrow) {
                    {{"x", xi[0].value}, {"s", xi[0].value}, {"b", xi[0].value}}, true),
                Error);
   std::mt19937 rng(2);
-  Tensor x = random_tensor(rng, {2, 3, 4});
-  std::vector<In> bn{{"x", x}, {"s", random_tensor(rng, {2})}, {"b", random_tensor(rng, {3})}, {"m", random_tensor(rng, {3})},
-                     {"v", random_tensor(rng, {3})}};
+  Tensor x = random_normal(rng, {2, 3, 4});
+  std::vector<In> bn{{"x", x}, {"s", random_normal(rng, {2})}, {"b", random_normal(rng, {3})}, {"m", random_normal(rng, {3})},
+                     {"v", random_normal(rng, {3})}};
   EXPECT_THROW(run(one_node("BatchNormalization", bn), bn, true), Error);
-  std::vector<In> bn1{{"x", random_tensor(rng, {3})}, {"s", random_tensor(rng, {3})}, {"b", random_tensor(rng, {3})},
-                      {"m", random_tensor(rng, {3})}, {"v", random_tensor(rng, {3})}};
+  std::vector<In> bn1{{"x", random_normal(rng, {3})}, {"s", random_normal(rng, {3})}, {"b", random_normal(rng, {3})},
+                      {"m", random_normal(rng, {3})}, {"v", random_normal(rng, {3})}};
   EXPECT_THROW(run(one_node("BatchNormalization", bn1), bn1, true), Error);
   std::vector<In> nll{{"x", x}, {"t", Tensor::from_vector<int64_t>({0, 1}, {2})}};
   EXPECT_THROW(run(one_node("NegativeLogLikelihoodLoss", nll), nll, true), Error);
@@ -260,7 +192,7 @@ TEST(RuntimeReduce, WrongTypesAndShapesThrow) {
   EXPECT_THROW(run(one_node("SoftmaxCrossEntropyLoss", sce), sce, true), Error);
   std::vector<In> red{{"x", x}, {"axes", Tensor::from_vector<int64_t>({0, 7}, {2})}};
   EXPECT_THROW(run(one_node("ReduceSum", red), red, true), Error);
-  std::vector<In> ln{{"x", x}, {"s", random_tensor(rng, {4})}};
+  std::vector<In> ln{{"x", x}, {"s", random_normal(rng, {4})}};
   EXPECT_THROW(run(one_node("LayerNormalization", ln, {Attribute::make_int("axis", 3)}), ln, true), Error);
 }
 
@@ -271,8 +203,8 @@ namespace {
 // Manual timing of fast vs reference paths: --gtest_also_run_disabled_tests --gtest_filter=*Bench*
 TEST(RuntimeReduce, DISABLED_BenchFastPaths) {
   std::mt19937 rng(1);
-  Tensor x = random_tensor(rng, {256, 1024});
-  Tensor s = random_tensor(rng, {1024});
+  Tensor x = random_normal(rng, {256, 1024});
+  Tensor s = random_normal(rng, {1024});
   struct C {
     const char* op;
     std::vector<In> ins;

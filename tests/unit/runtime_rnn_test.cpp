@@ -9,8 +9,10 @@
 
 #include "ir/graph.h"
 #include "runtime/session.h"
+#include "test_support.h"
 
 using namespace t2o;
+using namespace t2o::test;
 
 namespace {
 
@@ -46,13 +48,6 @@ std::vector<Tensor> run_rnn(const std::string& op, const std::vector<Tensor>& in
   return r;
 }
 
-Tensor random_tensor(Dims d, std::mt19937& g) {
-  Tensor t(DType::Float, d);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(g);
-  return t;
-}
-
 void expect_near(const Tensor& a, const Tensor& b, double tol = 1e-5) {
   ASSERT_EQ(a.dims(), b.dims());
   for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.as_double(i), b.as_double(i), tol) << "at " << i;
@@ -81,9 +76,9 @@ Tensor y_dir(const Tensor& y, int64_t d) {
 TEST(RnnKernels, BidirectionalLstmEqualsForwardPlusReverse) {
   std::mt19937 g(1);
   int64_t S = 5, B = 3, I = 4, H = 6;
-  Tensor X = random_tensor({S, B, I}, g), W = random_tensor({2, 4 * H, I}, g), R = random_tensor({2, 4 * H, H}, g);
-  Tensor Bs = random_tensor({2, 8 * H}, g), P = random_tensor({2, 3 * H}, g);
-  Tensor h0 = random_tensor({2, B, H}, g), c0 = random_tensor({2, B, H}, g);
+  Tensor X = random_uniform(g, {S, B, I}), W = random_uniform(g, {2, 4 * H, I}), R = random_uniform(g, {2, 4 * H, H});
+  Tensor Bs = random_uniform(g, {2, 8 * H}), P = random_uniform(g, {2, 3 * H});
+  Tensor h0 = random_uniform(g, {2, B, H}), c0 = random_uniform(g, {2, B, H});
   auto hs = Attribute::make_int("hidden_size", H);
   auto bi = run_rnn("LSTM", {X, W, R, Bs, Tensor(), h0, c0, P}, {hs, Attribute::make_string("direction", "bidirectional")}, 3);
   auto fw = run_rnn("LSTM", {X, dir(W, 0), dir(R, 0), dir(Bs, 0), Tensor(), dir(h0, 0), dir(c0, 0), dir(P, 0)}, {hs}, 3);
@@ -98,7 +93,7 @@ TEST(RnnKernels, BidirectionalLstmEqualsForwardPlusReverse) {
 TEST(RnnKernels, ReverseEqualsForwardOnReversedSequence) {
   std::mt19937 g(2);
   int64_t S = 4, B = 2, I = 3, H = 5;
-  Tensor X = random_tensor({S, B, I}, g), W = random_tensor({1, 3 * H, I}, g), R = random_tensor({1, 3 * H, H}, g);
+  Tensor X = random_uniform(g, {S, B, I}), W = random_uniform(g, {1, 3 * H, I}), R = random_uniform(g, {1, 3 * H, H});
   Tensor Xr(DType::Float, X.dims());
   for (int64_t t = 0; t < S; ++t)
     for (int64_t i = 0; i < B * I; ++i) Xr.data<float>()[t * B * I + i] = X.data<float>()[(S - 1 - t) * B * I + i];
@@ -117,7 +112,7 @@ TEST(RnnKernels, ReverseEqualsForwardOnReversedSequence) {
 TEST(RnnKernels, Layout1IsTransposedLayout0) {
   std::mt19937 g(3);
   int64_t S = 3, B = 2, I = 2, H = 3;
-  Tensor X = random_tensor({S, B, I}, g), W = random_tensor({1, H, I}, g), R = random_tensor({1, H, H}, g);
+  Tensor X = random_uniform(g, {S, B, I}), W = random_uniform(g, {1, H, I}), R = random_uniform(g, {1, H, H});
   Tensor Xt(DType::Float, {B, S, I});
   for (int64_t t = 0; t < S; ++t)
     for (int64_t b = 0; b < B; ++b)
@@ -136,7 +131,7 @@ TEST(RnnKernels, Layout1IsTransposedLayout0) {
 TEST(RnnKernels, SequenceLensStopEachBatchRow) {
   std::mt19937 g(4);
   int64_t S = 4, B = 2, I = 2, H = 3;
-  Tensor X = random_tensor({S, B, I}, g), W = random_tensor({1, 4 * H, I}, g), R = random_tensor({1, 4 * H, H}, g);
+  Tensor X = random_uniform(g, {S, B, I}), W = random_uniform(g, {1, 4 * H, I}), R = random_uniform(g, {1, 4 * H, H});
   Tensor lens = Tensor::from_vector<int32_t>({4, 2}, {2});
   auto out = run_rnn("LSTM", {X, W, R, Tensor(), lens}, {Attribute::make_int("hidden_size", H)}, 2);
   const float* y = out[0].data<float>();
@@ -177,8 +172,8 @@ TEST(RnnKernels, ParameterisedActivation) {
 TEST(RnnKernels, ThreadedBatchMatchesSerial) {
   std::mt19937 g(6);
   int64_t S = 7, B = 5, I = 9, H = 11;
-  Tensor X = random_tensor({S, B, I}, g), W = random_tensor({2, 3 * H, I}, g), R = random_tensor({2, 3 * H, H}, g);
-  Tensor Bs = random_tensor({2, 6 * H}, g);
+  Tensor X = random_uniform(g, {S, B, I}), W = random_uniform(g, {2, 3 * H, I}), R = random_uniform(g, {2, 3 * H, H});
+  Tensor Bs = random_uniform(g, {2, 6 * H});
   Tensor lens = Tensor::from_vector<int32_t>({7, 3, 5, 0, 6}, {5});
   std::vector<Attribute> a{Attribute::make_int("hidden_size", H), Attribute::make_string("direction", "bidirectional")};
   auto one = run_rnn("GRU", {X, W, R, Bs, lens}, a, 2, 1);
@@ -190,13 +185,13 @@ TEST(RnnKernels, ThreadedBatchMatchesSerial) {
 TEST(RnnKernels, BadInputThrows) {
   std::mt19937 g(5);
   auto hs = Attribute::make_int("hidden_size", 3);
-  Tensor X = random_tensor({2, 1, 2}, g);
-  EXPECT_THROW(run_rnn("LSTM", {X, random_tensor({1, 11, 2}, g), random_tensor({1, 12, 3}, g)}, {hs}, 1), Error);
-  EXPECT_THROW(run_rnn("GRU", {random_tensor({2, 2}, g), random_tensor({1, 9, 2}, g), random_tensor({1, 9, 3}, g)}, {hs}, 1), Error);
-  EXPECT_THROW(run_rnn("RNN", {X, random_tensor({1, 3, 2}, g), random_tensor({1, 3, 3}, g), Tensor(),
+  Tensor X = random_uniform(g, {2, 1, 2});
+  EXPECT_THROW(run_rnn("LSTM", {X, random_uniform(g, {1, 11, 2}), random_uniform(g, {1, 12, 3})}, {hs}, 1), Error);
+  EXPECT_THROW(run_rnn("GRU", {random_uniform(g, {2, 2}), random_uniform(g, {1, 9, 2}), random_uniform(g, {1, 9, 3})}, {hs}, 1), Error);
+  EXPECT_THROW(run_rnn("RNN", {X, random_uniform(g, {1, 3, 2}), random_uniform(g, {1, 3, 3}), Tensor(),
                                Tensor::from_vector<int32_t>({5}, {1})}, {hs}, 1),
                Error);
-  EXPECT_THROW(run_rnn("RNN", {X, random_tensor({1, 3, 2}, g), random_tensor({1, 3, 3}, g)},
+  EXPECT_THROW(run_rnn("RNN", {X, random_uniform(g, {1, 3, 2}), random_uniform(g, {1, 3, 3})},
                        {hs, Attribute::make_strings("activations", {"Bogus"})}, 1),
                Error);
 }

@@ -9,8 +9,10 @@
 #include <random>
 
 #include "runtime/session.h"
+#include "test_support.h"
 
 using namespace t2o;
+using t2o::test::random_dims;
 
 namespace {
 
@@ -86,12 +88,6 @@ int64_t ravel(const Dims& idx, const Dims& d) {
   int64_t off = 0;
   for (size_t k = 0; k < d.size(); ++k) off = off * d[k] + idx[k];
   return off;
-}
-
-Dims random_dims(std::mt19937& rng, int rank, int64_t max_dim) {
-  Dims d;
-  for (int k = 0; k < rank; ++k) d.push_back(std::uniform_int_distribution<int64_t>(1, max_dim)(rng));
-  return d;
 }
 
 Tensor naive_transpose(const Tensor& x, const std::vector<int64_t>& perm) {
