@@ -7,6 +7,7 @@
 #include "onnx/tensor_io.h"
 #include "runtime/plugin.h"
 #include "runtime/session.h"
+#include "runtime/value_io.h"
 
 namespace fs = std::filesystem;
 
@@ -24,29 +25,6 @@ struct RunArgs {
   bool quiet = false;
   std::vector<std::string> plugins;
 };
-
-std::string pb_hint(const Type& t) {
-  if (t.kind == Type::Kind::Sequence) return "sequence";
-  if (t.kind == Type::Kind::Optional) return "optional";
-  return "tensor";
-}
-
-RValue to_rvalue(const PbValue& v) {
-  switch (v.kind) {
-    case PbValue::Kind::Tensor: return RValue(v.tensor);
-    case PbValue::Kind::Sequence: return RValue::make_sequence(v.sequence, v.seq_elem);
-    case PbValue::Kind::Optional:
-      if (!v.has_value) return RValue::make_optional(nullptr);
-      if (v.optional_elem_kind == PbValue::Kind::Tensor) return RValue::make_optional(std::make_shared<RValue>(v.tensor));
-      return RValue::make_optional(std::make_shared<RValue>(RValue::make_sequence(v.sequence, v.seq_elem)));
-  }
-  return {};
-}
-
-RValue read_input(const std::string& file, const ValueInfo* vi) {
-  if (fs::path(file).extension() == ".npy") return RValue(read_npy(file));
-  return to_rvalue(read_value_pb(file, vi ? pb_hint(vi->type) : "tensor"));
-}
 
 std::string describe(const RValue& v) {
   if (v.is_tensor()) return fmt::format("{}[{}]", dtype_name(v.tensor.dtype()), dims_to_string(v.tensor.dims()));
@@ -75,7 +53,7 @@ int run_model(const RunArgs& a) {
         if (s.inputs()[i].type.kind == Type::Kind::Optional) continue;
         throw InputError(fmt::format("'{}' is missing: input {} ('{}') needs it", f.string(), i, s.inputs()[i].name));
       }
-      feeds[s.inputs()[i].name] = read_input(f.string(), &s.inputs()[i]);
+      feeds[s.inputs()[i].name] = read_value_file(f.string(), &s.inputs()[i].type);
     }
   }
   for (const std::string& spec : a.inputs) {
@@ -83,34 +61,17 @@ int run_model(const RunArgs& a) {
     if (eq == std::string::npos || eq == 0)
       throw Error("--input '" + spec + "' is not NAME=FILE", "e.g. --input x=x.npy", kExitUsage);
     std::string name = spec.substr(0, eq);
-    feeds[name] = read_input(spec.substr(eq + 1), find_vi(name));
+    feeds[name] = read_value_file(spec.substr(eq + 1), find_vi(name) ? &find_vi(name)->type : nullptr);
   }
-  std::vector<RValue> ordered;
   auto outs = s.run(feeds);
   if (!fs::is_directory(a.out_dir)) fs::create_directories(a.out_dir);
   for (size_t k = 0; k < s.outputs().size(); ++k) {
     const std::string& name = s.outputs()[k].name;
     const RValue& v = outs.at(name);
     fs::path base = fs::path(a.out_dir) / fmt::format("output_{}", k);
-    PbValue pv;
-    if (v.is_tensor()) {
-      pv.tensor = v.tensor;
-      if (v.tensor.dtype() != DType::String && v.tensor.dtype() != DType::BFloat16) write_npy(base.string() + ".npy", v.tensor);
-    } else if (v.is_sequence()) {
-      pv.kind = PbValue::Kind::Sequence;
-      pv.sequence = v.sequence;
-    } else if (v.is_optional()) {
-      pv.kind = PbValue::Kind::Optional;
-      pv.has_value = v.element != nullptr;
-      if (v.element && v.element->is_tensor()) {
-        pv.optional_elem_kind = PbValue::Kind::Tensor;
-        pv.tensor = v.element->tensor;
-      } else if (v.element) {
-        pv.optional_elem_kind = PbValue::Kind::Sequence;
-        pv.sequence = v.element->sequence;
-      }
-    }
-    write_value_pb(base.string() + ".pb", pv, name);
+    if (v.is_tensor() && v.tensor.dtype() != DType::String && v.tensor.dtype() != DType::BFloat16)
+      write_npy(base.string() + ".npy", v.tensor);
+    write_value_pb(base.string() + ".pb", pb_from_rvalue(v), name);
     if (!a.quiet) std::printf("output_%zu  %-24s %s\n", k, name.c_str(), describe(v).c_str());
   }
   return 0;

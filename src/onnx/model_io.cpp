@@ -33,7 +33,12 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error("output folder '" + dir.string() + "' does not exist", {}, kExitUsage);
   std::random_device rd;
-  fs::path tmp = dir / ("." + target.filename().string() + ".tmp" + std::to_string(rd()));
+  // Built piecewise: GCC 12 warns falsely (-Wstringop-overflow) on "." + std::string&&.
+  std::string tmp_name = ".";
+  tmp_name += target.filename().string();
+  tmp_name += ".tmp";
+  tmp_name += std::to_string(rd());
+  fs::path tmp = dir / tmp_name;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error("cannot write '" + tmp.string() + "'", "check that the output folder is writable", kExitUsage);

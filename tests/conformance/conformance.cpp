@@ -17,29 +17,12 @@
 #include "onnx/model_io.h"
 #include "onnx/tensor_io.h"
 #include "runtime/session.h"
+#include "runtime/value_io.h"
 
 namespace fs = std::filesystem;
 using namespace t2o;
 
 namespace {
-
-std::string hint_of(const Type& t) {
-  if (t.kind == Type::Kind::Sequence) return "sequence";
-  if (t.kind == Type::Kind::Optional) return "optional";
-  return "tensor";
-}
-
-RValue to_rvalue(const PbValue& v) {
-  switch (v.kind) {
-    case PbValue::Kind::Tensor: return RValue(v.tensor);
-    case PbValue::Kind::Sequence: return RValue::make_sequence(v.sequence, v.seq_elem);
-    case PbValue::Kind::Optional:
-      if (!v.has_value) return RValue::make_optional(nullptr);
-      if (v.optional_elem_kind == PbValue::Kind::Tensor) return RValue::make_optional(std::make_shared<RValue>(v.tensor));
-      return RValue::make_optional(std::make_shared<RValue>(RValue::make_sequence(v.sequence, v.seq_elem)));
-  }
-  return {};
-}
 
 // The backend test data stores bfloat16 tensors as uint16 (numpy has no bfloat16): same bits.
 Tensor as_bf16_if_stored_as_u16(const Tensor& t, DType expected) {
@@ -147,7 +130,7 @@ std::string run_test(const fs::path& dir, bool reference) {
       for (size_t i = 0; i < s.inputs().size(); ++i) {
         fs::path f = set / ("input_" + std::to_string(i) + ".pb");
         if (!fs::exists(f)) continue;
-        RValue v = to_rvalue(read_value_pb(f.string(), hint_of(s.inputs()[i].type)));
+        RValue v = rvalue_from_pb(read_value_pb(f.string(), pb_kind_of(s.inputs()[i].type)));
         if (v.is_tensor()) v.tensor = as_bf16_if_stored_as_u16(v.tensor, s.inputs()[i].type.elem);
         feeds[s.inputs()[i].name] = v;
       }
@@ -155,7 +138,7 @@ std::string run_test(const fs::path& dir, bool reference) {
       for (size_t k = 0; k < s.outputs().size(); ++k) {
         fs::path f = set / ("output_" + std::to_string(k) + ".pb");
         if (!fs::exists(f)) continue;
-        PbValue want = read_value_pb(f.string(), hint_of(out_types[k]));
+        PbValue want = read_value_pb(f.string(), pb_kind_of(out_types[k]));
         std::string why;
         if (!close_value(want, outs.at(s.outputs()[k].name), why))
           return "output " + std::to_string(k) + " ('" + s.outputs()[k].name + "'): " + why;
