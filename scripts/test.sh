@@ -19,7 +19,7 @@ if [[ ${T2O_NO_SANITIZE:-0} != 1 ]]; then
   fi
   cmake --build "$ASAN_DIR" -j "$(nproc)" --target torch2onnx cli_test onnx_io_test runtime_session_test >&2
   # The 2 GB external-data test is skipped here: it only moves bytes and is slow under ASan.
-  (cd "$ASAN_DIR" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  (cd "$ASAN_DIR" && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --output-on-failure -j "$(nproc)" -R '^(CliBadInput|Cli|TensorIo|ModelIo|Session)\.' \
       -E 'OverTwoGigabytes') || status=$?
 fi
