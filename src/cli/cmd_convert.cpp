@@ -70,6 +70,7 @@ int convert(const ConvertArgs& a) {
     VerifyOptions v;
     v.inputs = o.inputs;
     v.links = r.links;  // this conversion's value links: no need to convert again for --locate
+    v.warn = [](const std::string&) {};  // the conversion above already printed the model's warnings
     int rc = run_verification(a.model, out, v, {});
     if (rc != 0) print_error("the converted model does not match PyTorch (" + out + " was still written)");
     return rc;

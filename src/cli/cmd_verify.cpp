@@ -59,7 +59,7 @@ int verify(const VerifyArgs& a) {
 }  // namespace
 
 int run_verification(const std::string& pt, const std::string& onnx, VerifyOptions opts, const std::string& json_path) {
-  opts.warn = [](const std::string& w) { print_warning(w); };
+  if (!opts.warn) opts.warn = [](const std::string& w) { print_warning(w); };
   if (stderr_is_tty())
     opts.progress = [](int done, int total) {
       if (done < total) std::fprintf(stderr, "\rverifying: sample %d/%d", done + 1, total);

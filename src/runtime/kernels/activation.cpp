@@ -14,10 +14,6 @@ namespace {
 
 using namespace kern;
 
-template <typename Op>
-auto fixed(Op op) {
-  return [op](const Node&) { return op; };
-}
 
 struct ReluOp {
   template <typename C>

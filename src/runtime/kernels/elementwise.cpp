@@ -323,11 +323,6 @@ KernelFactory fast_factory(Fn fn) {
   };
 }
 
-template <typename Op>
-auto fixed(Op op) {
-  return [op](const Node&) { return op; };
-}
-
 }  // namespace
 
 void register_elementwise_kernels(KernelRegistry& r) {

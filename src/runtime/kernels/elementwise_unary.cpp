@@ -13,10 +13,6 @@ namespace {
 
 using namespace kern;
 
-template <typename Op>
-auto fixed(Op op) {
-  return [op](const Node&) { return op; };
-}
 
 // Float input, bool output (IsInf, IsNaN).
 template <typename Op>

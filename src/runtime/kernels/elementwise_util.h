@@ -269,4 +269,10 @@ KernelFactory unary_factory(MakeOp make) {
   };
 }
 
+// An op-parameter factory for ops without attributes: every node gets the same functor.
+template <typename Op>
+auto fixed(Op op) {
+  return [op](const Node&) { return op; };
+}
+
 }  // namespace t2o::kern
