@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "onnx/check.h"
 #include "onnx/model_io.h"
 #include "onnx/tensor_io.h"
@@ -21,6 +23,21 @@ namespace {
 std::string fixture_dir() {
   const char* e = std::getenv("T2O_TORCH_FIXTURES");
   return e ? e : T2O_TORCH_FIXTURES;
+}
+
+// Scratch space of this process: ctest runs the Converts and MatchesOnnxRuntime suites in
+// parallel, and they must not see (or delete) each other's files.
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("t2o_e2e_" + std::to_string(::getpid()));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() {
+    std::error_code ec;
+    if (!std::getenv("T2O_E2E_KEEP")) fs::remove_all(dir, ec);
+  }
+};
+fs::path scratch_dir() {
+  static Scratch s;
+  return s.dir;
 }
 
 struct Spec {
@@ -115,7 +132,7 @@ std::string convert_fixture(const Param& p, const Spec& spec) {
   }
   ConvertResult r = convert_torchscript(dir + "/model.pt", o);
   check_model(r.model);
-  fs::path out = fs::temp_directory_path() / ("t2o_e2e_" + p.name + "_" + std::to_string(p.opset) + ".onnx");
+  fs::path out = scratch_dir() / (p.name + "_" + std::to_string(p.opset) + ".onnx");
   save_model(r.model, out.string());
   return out.string();
 }
@@ -158,7 +175,7 @@ TEST_P(E2E, MatchesOnnxRuntime) {
   } catch (const Error& e) {
     FAIL() << "exit " << e.exit_code() << ": " << e.what();
   }
-  fs::path out_dir = fs::temp_directory_path() / ("t2o_ort_" + p.name + "_" + std::to_string(p.opset));
+  fs::path out_dir = scratch_dir() / ("ort_" + p.name + "_" + std::to_string(p.opset));
   fs::remove_all(out_dir);
   std::string cmd = "node '" + std::string(T2O_ORT_RUN) + "' '" + path + "' '" + dir + "' '" + out_dir.string() + "'";
   int rc = std::system(cmd.c_str());
