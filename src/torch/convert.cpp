@@ -1,7 +1,10 @@
 #include "torch/convert.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <sstream>
+#include <filesystem>
 
 #include "torch/context.h"
 #include "torch/custom_op.h"
@@ -127,13 +130,17 @@ at::Tensor random_input(const InputSpec& s, const Dims& dims) {
 }
 
 // The second profiling run changes every dynamic axis so that dims which follow it show up.
-Dims alternate_dims(const InputSpec& s, const ConvertOptions& o) {
+// The second profiling run moves every dynamic axis: one larger (2 for 1) or, for models that
+// need multiples (strided encoders), double.
+Dims alternate_dims(const InputSpec& s, const ConvertOptions& o, bool doubled) {
   Dims d = s.dims;
   for (const DynamicSpec& ds : o.dynamic)
     if (ds.input == s.name)
       for (const auto& [axis, label] : ds.axes) {
         int a = axis < 0 ? axis + static_cast<int>(d.size()) : axis;
-        if (a >= 0 && a < static_cast<int>(d.size())) d[static_cast<size_t>(a)] = d[static_cast<size_t>(a)] == 1 ? 2 : d[static_cast<size_t>(a)] + 1;
+        if (a < 0 || a >= static_cast<int>(d.size())) continue;
+        int64_t& v = d[static_cast<size_t>(a)];
+        v = doubled || v == 1 ? 2 * v : v + 1;
       }
   return d;
 }
@@ -159,6 +166,83 @@ void rename_value(Graph& g, const std::string& from, const std::string& to) {
   }
   for (ValueInfo& o : g.outputs)
     if (o.name == from) o.name = to;
+}
+
+void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) {
+    out.push_back(v.toTensor());
+  } else if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTupleRef().elements()) collect_tensors(e, out);
+  } else if (v.isList()) {
+    for (const c10::IValue& e : v.toListRef()) collect_tensors(e, out);
+  }
+}
+
+// "image:1x5x32x32 float32, ..." for the example inputs, named as the graph inputs will be.
+std::string describe_inputs(const tj::Stack& run, const std::vector<FlatInput>& flat) {
+  std::vector<at::Tensor> ts;
+  for (const c10::IValue& v : run) collect_tensors(v, ts);
+  std::string s;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    std::string dims;
+    for (int64_t d : ts[i].sizes()) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+    s += (i ? ", " : "") + (i < flat.size() ? flat[i].name : "input" + std::to_string(i)) + ":" +
+         (dims.empty() ? "scalar" : dims) + " " + std::string(dtype_name(dtype_from_scalar_type(ts[i].scalar_type())));
+  }
+  return s;
+}
+
+// Turns libtorch's interpreter report (two tracebacks, then "SomeError: text") into the error text
+// and the innermost line of the user's own code.
+std::pair<std::string, std::string> torch_failure(const std::string& report) {
+  std::vector<std::string> lines;
+  std::stringstream ss(report);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  std::string what = report.substr(0, report.find('\n'));
+  size_t err_line = lines.size();
+  for (size_t i = lines.size(); i-- > 0;) {
+    auto colon = lines[i].find(": ");
+    if (colon != std::string::npos && colon > 0 && lines[i][0] != ' ' &&
+        lines[i].substr(0, colon).find(' ') == std::string::npos &&
+        (lines[i].substr(0, colon).find("Error") != std::string::npos ||
+         lines[i].substr(0, colon).find("Exception") != std::string::npos)) {
+      err_line = i;
+      what = lines[i].substr(colon + 2);
+      for (size_t j = i + 1; j < lines.size(); ++j)
+        if (!lines[j].empty()) what += " " + lines[j];
+      break;
+    }
+  }
+  // The original-code traceback lists `File "PATH", line N, in FN` then the source; keep the last
+  // frame outside PyTorch's own package.
+  std::string where;
+  size_t orig = report.find("original code");
+  bool in_orig = orig == std::string::npos;
+  for (size_t i = 0; i < err_line; ++i) {
+    const std::string& l = lines[i];
+    if (l.find("original code") != std::string::npos) in_orig = true;
+    if (!in_orig) continue;
+    auto f = l.find("File \"");
+    if (f == std::string::npos) continue;
+    auto q = l.find('"', f + 6);
+    if (q == std::string::npos) continue;
+    std::string file = l.substr(f + 6, q - f - 6);
+    if (file.find("/torch/") != std::string::npos || file.rfind("code/", 0) == 0 || file.rfind("<", 0) == 0)
+      continue;
+    auto ln = l.find("line ", q);
+    std::string line = ln == std::string::npos ? "?" : l.substr(ln + 5, l.find(',', ln) - ln - 5);
+    where = std::filesystem::path(file).filename().string() + ":" + line;
+    // The frame's source: the line holding the "<--- HERE" marker is preceded by the code line.
+    for (size_t j = i + 1; j < err_line && lines[j].find("File \"") == std::string::npos; ++j) {
+      if (lines[j].find("<--- HERE") != std::string::npos && j > i + 1) {
+        std::string code = lines[j - 1];
+        code.erase(0, code.find_first_not_of(' '));
+        where += " (" + code + ")";
+        break;
+      }
+    }
+  }
+  return {what, where};
 }
 
 std::string unsupported_report(const Ctx& ctx) {
@@ -216,11 +300,38 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
       throw Error("--input " + s.name + " does not name a forward() argument", "arguments: " + names, kExitUsage);
     }
   }
+  // The module itself runs first: for inputs that do not fit the model it raises PyTorch's own
+  // error (libtorch 1.13 cannot report errors from the instrumented graph).
+  auto fails = [&](const tj::Stack& run, const std::vector<FlatInput>& fl, bool second) -> std::optional<Error> {
+    try {
+      prep.module.get_method("forward")(run);
+      return std::nullopt;
+    } catch (const std::exception& e) {
+      auto [what, where] = torch_failure(e.what());
+      return Error("the model fails on the " + std::string(second ? "resized " : "") + "example inputs (" +
+                       describe_inputs(run, fl) + ")" + (where.empty() ? "" : " at " + where) + ": " + what,
+                   second ? "each --dynamic axis is tried one larger and doubled to find which dims follow it; "
+                            "mark only axes the model accepts at other sizes"
+                          : "give each input the shape and dtype forward() expects: --input NAME:DIMS[:DTYPE]",
+                   kExitUsage);
+    }
+  };
+  if (auto err = fails(run1, flat, false)) throw *err;
   std::vector<tj::Stack> runs{run1};
   if (!opts.dynamic.empty()) {
-    for (const auto& arg : prep.arguments)
-      run2.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat2,
-                                 [&](const InputSpec& s) { return random_input(s, alternate_dims(s, opts)); }));
+    std::optional<Error> err;
+    for (bool doubled : {false, true}) {
+      run2.clear();
+      flat2.clear();
+      at::manual_seed(1);
+      for (const auto& arg : prep.arguments)
+        run2.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat2, [&](const InputSpec& s) {
+          return random_input(s, alternate_dims(s, opts, doubled));
+        }));
+      err = fails(run2, flat2, true);
+      if (!err) break;
+    }
+    if (err) throw *err;
     runs.push_back(run2);
   }
   Profile profile;

@@ -64,6 +64,7 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
   }
   auto method = frozen.get_method("forward");
   PreparedGraph p;
+  p.module = module;
   p.graph = method.graph()->copy();
   const auto& args = method.function().getSchema().arguments();
   p.arguments.assign(args.begin() + 1, args.end());

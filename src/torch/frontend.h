@@ -14,6 +14,7 @@ struct PreparedGraph {
   // forward's arguments (without self) as declared; graph inputs are these flattened depth-first.
   std::vector<c10::Argument> arguments;
   std::string source_file;
+  torch::jit::Module module;  // the loaded module, in eval mode (for checking example inputs)
 };
 
 // Throws InputError for files libtorch cannot load. Warnings go to `warn`.

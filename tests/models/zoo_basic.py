@@ -42,6 +42,18 @@ class TwoInputs(nn.Module):
         return s.mean(dim=1), (a - b).abs().sum(), torch.cat([a, b], dim=0)
 
 
+class EvenSizeSkip(nn.Module):
+    """Encoder-decoder with a skip connection: works only at even heights and widths."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose2d(8, 3, 2, stride=2)
+
+    def forward(self, x):
+        return x + self.up(torch.relu(self.down(x)))
+
+
 def _init(m):
     # Non-trivial batchnorm statistics, so running stats matter.
     for mod in m.modules():
@@ -62,5 +74,11 @@ def fixtures():
         "cnn_trainmode": lambda: dict(model=_init(SmallCNN()), inputs=[torch.randn(1, 3, 16, 16)], train_mode=True),
         "mlp_script": lambda: dict(model=MLP(), inputs=[torch.randn(4, 20)]),
         "mlp_trace": lambda: dict(model=MLP(), inputs=[torch.randn(4, 20)], mode="trace"),
+        # --dynamic profiles at a second size; one larger is odd here, so the converter doubles instead.
+        "cnn_skip_dynamic_hw": lambda: dict(model=EvenSizeSkip(), inputs=[torch.randn(1, 3, 16, 16)],
+                                            dynamic=["x:0=batch,2=height,3=width"]),
+        # Inputs that do not fit the model: PyTorch's own message and the user's line, exit 2.
+        "err_wrong_channels": lambda: dict(model=_init(SmallCNN()), inputs=[torch.randn(1, 5, 16, 16)],
+                                           expect_error="2 expected input[1, 5, 16, 16] to have 3 channels"),
         "two_inputs": lambda: dict(model=TwoInputs(), inputs=[torch.randn(3, 4), torch.randn(3, 4)]),
     }
