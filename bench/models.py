@@ -2,9 +2,11 @@
 
     /usr/bin/python3 bench/models.py export OUT_DIR [NAME...]     # .pt, .onnx (torch.onnx.export), input.npy
     /usr/bin/python3 bench/models.py time MODEL.pt INPUT.npy THREADS ITERS [OUT.npy]
+    /usr/bin/python3 bench/models.py export-time OUT_DIR NAME REPEATS  # torch.onnx.export, median of REPEATS
 
 torchvision architectures with random weights (nothing is downloaded). `export` prints how long
-torch.onnx.export took per model, as JSON lines; `time` prints PyTorch's latency as one JSON line.
+torch.onnx.export took per model, as JSON lines; `time` prints PyTorch's latency as one JSON line. `export-time` times torch.onnx.export in this
+process (torch already imported), from the eager model and from the saved TorchScript file.
 """
 import json
 import os
@@ -39,6 +41,27 @@ def export(out, names):
         print(json.dumps({"model": name, "torch_onnx_export_s": round(secs, 3)}), flush=True)
 
 
+def export_time(out, name, repeats):
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 224, 224)
+    model = MODELS[name]().eval()
+    # Wall and CPU seconds (CPU time is the steadier measure on a shared machine).
+    eager, script, eager_cpu, script_cpu = [], [], [], []
+    for _ in range(int(repeats)):
+        t0, c0 = time.perf_counter(), time.process_time()
+        torch.onnx.export(model, (x,), os.path.join(out, name + ".export.onnx"), opset_version=17)
+        eager.append(time.perf_counter() - t0)
+        eager_cpu.append(time.process_time() - c0)
+        t0, c0 = time.perf_counter(), time.process_time()
+        ts = torch.jit.load(os.path.join(out, name + ".pt")).eval()
+        torch.onnx.export(ts, (x,), os.path.join(out, name + ".export.onnx"), opset_version=17)
+        script.append(time.perf_counter() - t0)
+        script_cpu.append(time.process_time() - c0)
+    med = statistics.median
+    print(json.dumps({"model": name, "export_eager_s": med(eager), "export_eager_cpu_s": med(eager_cpu),
+                      "export_from_pt_s": med(script), "export_from_pt_cpu_s": med(script_cpu)}), flush=True)
+
+
 def time_model(pt, inp, threads, iters, out=None):
     torch.set_num_threads(int(threads))
     m = torch.jit.load(pt).eval()
@@ -59,6 +82,8 @@ def time_model(pt, inp, threads, iters, out=None):
 if __name__ == "__main__":
     if sys.argv[1] == "export":
         export(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "export-time":
+        export_time(*sys.argv[2:])
     elif sys.argv[1] == "time":
         time_model(*sys.argv[2:])
     else:

@@ -27,7 +27,9 @@ int main(int argc, char** argv) {
   // Commands that execute models re-run themselves with passive OpenMP waiting (see session.h).
   if (argc > 1) {
     std::string cmd = argv[1];
-    if (cmd == "run" || cmd == "verify" || cmd == "convert") t2o::prefer_passive_omp_wait(argv);
+    bool verifies = false;
+    for (int i = 2; i < argc; ++i) verifies |= std::string(argv[i]) == "--verify";
+    if (cmd == "run" || cmd == "verify" || (cmd == "convert" && verifies)) t2o::prefer_passive_omp_wait(argv);
   }
   CLI::App app{
       "torch2onnx: turn a TorchScript model into a checked, verified ONNX model, and run ONNX models on the CPU.\n\n"
