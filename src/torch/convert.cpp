@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <variant>
 #include <sstream>
 #include <filesystem>
 
@@ -300,24 +301,26 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
       throw Error("--input " + s.name + " does not name a forward() argument", "arguments: " + names, kExitUsage);
     }
   }
-  // The module itself runs first: for inputs that do not fit the model it raises PyTorch's own
-  // error (libtorch 1.13 cannot report errors from the instrumented graph).
-  auto fails = [&](const tj::Stack& run, const std::vector<FlatInput>& fl, bool second) -> std::optional<Error> {
+  // Profiling runs the graph on the example inputs. Inputs that do not fit the model get PyTorch's
+  // own message and the user's source line. With --dynamic a second run moves the dynamic axes.
+  Profile profile;
+  auto profile_run = [&](const tj::Stack& run, const std::vector<FlatInput>& fl,
+                         bool second) -> std::variant<std::vector<c10::IValue>, Error> {
     try {
-      prep.module.get_method("forward")(run);
-      return std::nullopt;
+      return profile.run(prep.graph, {run});
     } catch (const std::exception& e) {
       auto [what, where] = torch_failure(e.what());
       return Error("the model fails on the " + std::string(second ? "resized " : "") + "example inputs (" +
                        describe_inputs(run, fl) + ")" + (where.empty() ? "" : " at " + where) + ": " + what,
-                   second ? "each --dynamic axis is tried one larger and doubled to find which dims follow it; "
+                   second ? "each --dynamic axis is tried one larger and doubled to learn which dims follow it; "
                             "mark only axes the model accepts at other sizes"
                           : "give each input the shape and dtype forward() expects: --input NAME:DIMS[:DTYPE]",
                    kExitUsage);
     }
   };
-  if (auto err = fails(run1, flat, false)) throw *err;
-  std::vector<tj::Stack> runs{run1};
+  auto first = profile_run(run1, flat, false);
+  if (auto* err = std::get_if<Error>(&first)) throw *err;
+  std::vector<c10::IValue> run1_outputs = std::get<0>(std::move(first));
   if (!opts.dynamic.empty()) {
     std::optional<Error> err;
     for (bool doubled : {false, true}) {
@@ -328,21 +331,12 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
         run2.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat2, [&](const InputSpec& s) {
           return random_input(s, alternate_dims(s, opts, doubled));
         }));
-      err = fails(run2, flat2, true);
+      auto second = profile_run(run2, flat2, true);
+      err.reset();
+      if (auto* e = std::get_if<Error>(&second)) err = *e;
       if (!err) break;
     }
     if (err) throw *err;
-    runs.push_back(run2);
-  }
-  Profile profile;
-  std::vector<c10::IValue> run1_outputs;
-  try {
-    run1_outputs = profile.run(prep.graph, runs);
-  } catch (const c10::Error& e) {
-    std::string msg = e.what_without_backtrace();
-    throw Error("running the model on example inputs failed: " + msg.substr(0, msg.find('\n')),
-                "check the --input shapes and dtypes (and that --dynamic sizes are valid for the model)",
-                kExitUsage);
   }
 
   Model& model = result.model;

@@ -14,7 +14,9 @@ struct PreparedGraph {
   // forward's arguments (without self) as declared; graph inputs are these flattened depth-first.
   std::vector<c10::Argument> arguments;
   std::string source_file;
-  torch::jit::Module module;  // the loaded module, in eval mode (for checking example inputs)
+  // The loaded module. It owns the source text the graph's source ranges point into, which
+  // libtorch's error reports read: it must outlive every run of the graph.
+  torch::jit::Module module;
 };
 
 // Throws InputError for files libtorch cannot load. Warnings go to `warn`.

@@ -188,6 +188,7 @@ std::vector<c10::IValue> Profile::run(const std::shared_ptr<tj::Graph>& graph, c
   }
   std::vector<c10::IValue> first;
   std::lock_guard<std::mutex> lock(g_mutex);
+  auto before = obs_;  // a run that fails leaves no observations behind
   Recorder rec{graph_ids, &obs_, {}};
   g_recorder = &rec;
   try {
@@ -200,6 +201,7 @@ std::vector<c10::IValue> Profile::run(const std::shared_ptr<tj::Graph>& graph, c
     }
   } catch (...) {
     g_recorder = nullptr;
+    obs_ = std::move(before);
     throw;
   }
   g_recorder = nullptr;
