@@ -18,3 +18,13 @@ set_tests_properties(torch_e2e PROPERTIES FIXTURES_REQUIRED torch_fixtures LABEL
 add_test(NAME torch_interop COMMAND torch_e2e_test --gtest_filter=*E2E.MatchesOnnxRuntime/*)
 set_tests_properties(torch_interop PROPERTIES FIXTURES_REQUIRED torch_fixtures LABELS interop TIMEOUT 3600
                      ENVIRONMENT "NODE_PATH=$ENV{HOME}/.cache/torch2onnx/node_modules")
+
+# Full-size torchvision classification models through the CLI, checked in ONNX Runtime at batch 1 and 3
+# (6.5 minutes on 2 cores; a high COST starts it first under ctest -j). Registered only with the
+# torch2onnx executable, which the command names.
+if(TARGET torch2onnx)
+  add_test(NAME torchvision_zoo
+           COMMAND ${T2O_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/torchvision_e2e.py $<TARGET_FILE:torch2onnx>)
+  set_tests_properties(torchvision_zoo PROPERTIES LABELS "long;interop" TIMEOUT 1800 COST 10000
+                       ENVIRONMENT "NODE_PATH=$ENV{HOME}/.cache/torch2onnx/node_modules")
+endif()
