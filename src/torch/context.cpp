@@ -1,6 +1,7 @@
 #include "torch/custom_op.h"
 #include "torch/context.h"
 
+#include <climits>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -129,7 +130,9 @@ std::vector<int64_t> Ctx::out_shape(const TNode* n, size_t k) const {
 
 std::string Ctx::tensor(const TV& v) {
   switch (v.kind) {
-    case TV::Kind::Tensor: return v.name;
+    case TV::Kind::Tensor:
+      if (v.sequence) throw UnsupportedError("a list of tensors (ONNX sequence) used as one tensor");
+      return v.name;
     case TV::Kind::Const: {
       const c10::IValue& c = v.c;
       if (c.isTensor()) return b.constant(tensor_from_torch(c.toTensor()), "weight");
@@ -341,7 +344,20 @@ void Ctx::convert_node(TNode* n) {
   for (const TValue* o : n->outputs())
     if (!has(o)) throw Error("internal: converter for " + kind + " did not set all outputs");
   // In-place ops that survived mutation removal: later uses of the operand see the result.
-  if (inplace_fallback) set(n->input(0), get(n->output(0)));
+  if (inplace_fallback) {
+    set(n->input(0), get(n->output(0)));
+    // x[:, m] = v writes through a full slice of x, which is x itself.
+    for (const TValue* v = n->input(0); v->node()->kind() == c10::aten::slice && v->node()->inputs().size() == 5;) {
+      const TNode* s = v->node();
+      const TV &start = get(s->input(2)), &end = get(s->input(3)), &step = get(s->input(4));
+      bool full = start.is_const() && (start.c.isNone() || (start.c.isInt() && start.c.toInt() == 0)) &&
+                  end.is_const() && (end.c.isNone() || (end.c.isInt() && end.c.toInt() == INT64_MAX)) &&
+                  step.is_const() && step.c.isInt() && step.c.toInt() == 1;
+      if (!full) break;
+      v = s->input(0);
+      set(v, get(n->output(0)));
+    }
+  }
 }
 
 const std::unordered_map<std::string, OpEntry>& op_table() {

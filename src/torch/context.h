@@ -26,6 +26,7 @@ struct TV {
   bool rank_known = false;
   bool number = false;  // a TorchScript int/float/bool carried as a 0-d tensor
   bool poisoned = false;  // produced by an unsupported op: dependents are skipped, not converted
+  bool sequence = false;  // Tensor kind naming an ONNX sequence (a list of tensors built in a Loop or If)
   std::vector<TV> items;
 
   static TV constant(c10::IValue v) {

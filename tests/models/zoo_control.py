@@ -1,4 +1,6 @@
 """Control flow: data-dependent If, loops with carried values, unrolled list building."""
+from typing import List
+
 import torch
 import torch.nn as nn
 
@@ -40,6 +42,64 @@ class DynLoop(nn.Module):
         return h
 
 
+class LoopAppend(nn.Module):
+    # Data-dependent trip count: the list becomes an ONNX sequence carried through the Loop.
+    def forward(self, x):
+        outs: List[torch.Tensor] = []
+        h = x
+        while bool(h.abs().sum() < 60.0):
+            outs.append(h)
+            h = h * 2 + 0.5
+        return torch.cat(outs, 0), torch.stack(outs, 1).sum(1), outs[-1], len(outs)
+
+
+class DynListLoop(nn.Module):
+    def forward(self, x):
+        rows: List[torch.Tensor] = []
+        acc: List[torch.Tensor] = [x[0]]
+        for i in range(x.size(0)):
+            if bool(x[i].sum() > 0):
+                rows.append(x[i] * 2)
+            else:
+                rows.append(x[i] - 1)
+            acc = acc + [x[i] + i]
+        a, b = rows[0], rows[len(rows) // 2]
+        return torch.stack(rows, 0), torch.cat(acc, 0), a * b, rows[-1]
+
+
+class IfList(nn.Module):
+    def forward(self, x):
+        if bool(x.sum() > 0):
+            ys = [x, x * 2]
+        else:
+            ys = [x - 1, x + 1, x * 3]
+        if bool(x.mean() < 10.0):
+            zs = [x + 1, x * x]
+        else:
+            zs = [x, x]
+        p, q = zs
+        extra: List[torch.Tensor] = [x]
+        if bool(x.max() > 0):
+            extra.append(x.abs())
+        both: List[torch.Tensor] = [x]
+        if bool(x.min() < 0):
+            both.append(x + 1)
+        else:
+            both.append(x - 1)
+        return torch.cat(ys, 0), p - q, torch.stack(extra, 0).sum(0), torch.cat(both, 1)
+
+
+class LoopListPop(nn.Module):
+    def forward(self, x):
+        outs: List[torch.Tensor] = [x, x + 1]
+        h = x
+        while bool(h.sum() < 30.0):
+            outs.append(h)
+            outs.pop(0)
+            h = h + 1
+        return torch.cat(outs, 0)
+
+
 def fixtures():
     r = torch.randn
     return {
@@ -47,4 +107,12 @@ def fixtures():
         "ctl_loop": lambda: dict(model=CarriedLoop(), inputs=[r(3, 4)]),
         "ctl_listbuild": lambda: dict(model=ListBuild(), inputs=[r(2, 4)]),
         "ctl_dynloop": lambda: dict(model=DynLoop(), inputs=[r(5, 3)], dynamic=["x:0=steps"]),
+        "ctl_seq_while": lambda: dict(model=LoopAppend(), inputs=[r(2, 3)],
+                                      min_opset=(13, "prim::Loop", "while bool(h.abs().sum() < 60.0):")),
+        "ctl_seq_dynloop": lambda: dict(model=DynListLoop(), inputs=[r(5, 3)], dynamic=["x:0=steps"],
+                                        min_opset=(13, "prim::Loop", "for i in range(x.size(0)):")),
+        "ctl_seq_if": lambda: dict(model=IfList(), inputs=[r(2, 3)],
+                                   min_opset=(13, "prim::If", "if bool(x.sum() > 0):")),
+        "err_ctl_seq_pop": lambda: dict(model=LoopListPop(), inputs=[r(2, 3)],
+                                        expect_error="3 aten::pop at zoo_control.py:"),
     }

@@ -1,4 +1,4 @@
-// Attention kernels that traced models capture as one op (nn.MultiheadAttention's fast path).
+// Fused attention kernels of nn.MultiheadAttention's and nn.TransformerEncoderLayer's inference fast paths.
 #include <cmath>
 
 #include "torch/ops/ops.h"
@@ -6,41 +6,122 @@
 namespace t2o {
 namespace {
 
+// The mask of the fused attention kernels marks keys to leave out (nonzero: masked). torch's CPU
+// kernels take a key padding mask (mask_type 1, (B, S)); they fail on the other mask types.
+std::string padding_mask(Ctx& c, const TNode* n, size_t mask_i, size_t type_i) {
+  if (c.is_none(n, mask_i)) return {};
+  int64_t mask_type = c.is_none(n, type_i) ? -1 : c.i(n, type_i);
+  if (mask_type != 1 || c.rank(n, mask_i) != 2)
+    throw UnsupportedError(std::string(n->kind().toQualString()) + " with a mask other than a key padding mask");
+  return c.b.unsqueeze(c.t_as(n, mask_i, DType::Bool), {1, 2});
+}
+
+at::Tensor weight_of(Ctx& c, const TNode* n, size_t i) {
+  const TV& w = c.in(n, i);
+  if (!w.is_const() || !w.c.isTensor())
+    throw UnsupportedError(std::string(n->kind().toQualString()) + " with computed weights");
+  return w.c.toTensor();
+}
+
+// y = x @ w.T + b with constant w, b.
+std::string linear(Ctx& c, const std::string& x, const at::Tensor& w, const at::Tensor& b, DType t) {
+  auto st = scalar_type_from_dtype(t);
+  std::string y = c.b.op1("MatMul", {x, c.b.constant(tensor_from_torch(w.t().contiguous().to(st)), "weight_t")});
+  return c.b.op1("Add", {y, c.b.constant(tensor_from_torch(b.contiguous().to(st)), "bias")});
+}
+
+struct Attn {
+  std::string out, probs;  // (B, L, E) and (B, H, L, S)
+};
+
+// Batch-first multi-head attention with packed in-projection (qkv_w: (3E, E)).
+Attn attention(Ctx& c, const std::string& query, const std::string& key, const std::string& value, int64_t e,
+               int64_t h, const at::Tensor& qkv_w, const at::Tensor& qkv_b, const at::Tensor& proj_w,
+               const at::Tensor& proj_b, const std::string& mask, DType t) {
+  int64_t d = e / h;
+  auto ws = qkv_w.chunk(3, 0);
+  auto bs = qkv_b.chunk(3, 0);
+  auto project = [&](const std::string& x, size_t k) {
+    // (B, L, E) -> (B, H, L, D)
+    return c.b.transpose(c.b.reshape(linear(c, x, ws[k], bs[k], t), {0, 0, h, d}), {0, 2, 1, 3});
+  };
+  std::string q = project(query, 0), k = project(key, 1), v = project(value, 2);
+  std::string scores = c.b.op1("MatMul", {q, c.b.transpose(k, {0, 1, 3, 2})});
+  scores = c.b.op1("Div", {scores, c.b.scalar(std::sqrt(static_cast<double>(d)), t)});
+  if (!mask.empty()) scores = c.b.op1("Where", {mask, c.b.scalar(-INFINITY, t), scores});
+  std::string p = c.b.softmax("Softmax", scores, -1, 4);
+  // Rows with every key masked give zeros, as torch's masked softmax does, not NaN.
+  if (!mask.empty()) p = c.b.op1("Where", {mask, c.b.scalar(0, t), p});
+  std::string o = c.b.transpose(c.b.op1("MatMul", {p, v}), {0, 2, 1, 3});
+  o = c.b.reshape(o, {0, 0, e});
+  return {linear(c, o, proj_w, proj_b, t), p};
+}
+
 // aten::_native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias,
 //   proj_weight, proj_bias, mask, need_weights, average_attn_weights, mask_type), batch-first.
 void native_mha(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
-  int64_t e = c.i(n, 3), h = c.i(n, 4), d = e / h;
-  if (!c.is_none(n, 9)) throw UnsupportedError("aten::_native_multi_head_attention with a mask");
-  const TV& w = c.in(n, 5);
-  const TV& bias = c.in(n, 6);
-  if (!w.is_const() || !bias.is_const()) throw UnsupportedError("aten::_native_multi_head_attention with computed weights");
-  auto ws = w.c.toTensor().chunk(3, 0);
-  auto bs = bias.c.toTensor().chunk(3, 0);
-  auto st = scalar_type_from_dtype(t);
-  auto project = [&](size_t i, int k) {
-    std::string wt = c.b.constant(tensor_from_torch(ws[static_cast<size_t>(k)].t().contiguous().to(st)), "weight_t");
-    std::string y = c.b.op1("MatMul", {c.t_as(n, i, t), wt});
-    y = c.b.op1("Add", {y, c.b.constant(tensor_from_torch(bs[static_cast<size_t>(k)].contiguous().to(st)), "bias")});
-    // (B, L, E) -> (B, H, L, D)
-    return c.b.transpose(c.b.reshape(y, {0, 0, h, d}), {0, 2, 1, 3});
-  };
-  std::string q = project(0, 0), k = project(1, 1), v = project(2, 2);
-  std::string scores = c.b.op1("MatMul", {q, c.b.transpose(k, {0, 1, 3, 2})});
-  scores = c.b.op1("Div", {scores, c.b.scalar(std::sqrt(static_cast<double>(d)), t)});
-  std::string p = c.b.softmax("Softmax", scores, -1, 4);
-  std::string o = c.b.transpose(c.b.op1("MatMul", {p, v}), {0, 2, 1, 3});
-  o = c.b.reshape(o, {0, 0, e});
-  std::string pw = c.b.constant(tensor_from_torch(c.in(n, 7).c.toTensor().t().contiguous().to(st)), "weight_t");
-  o = c.b.op1("Add", {c.b.op1("MatMul", {o, pw}), c.t_as(n, 8, t)});
-  c.out(n, 0, o);
+  std::string mask = padding_mask(c, n, 9, 12);
+  Attn a = attention(c, c.t_as(n, 0, t), c.t_as(n, 1, t), c.t_as(n, 2, t), c.i(n, 3), c.i(n, 4), weight_of(c, n, 5),
+                     weight_of(c, n, 6), weight_of(c, n, 7), weight_of(c, n, 8), mask, t);
+  c.out(n, 0, a.out);
   bool need = c.flag(n, 10), avg = n->inputs().size() > 11 && c.flag(n, 11);
   if (!need || !n->output(1)->hasUses()) return c.set(n->output(1), TV::constant(c10::IValue()));
-  c.out(n, 1, avg ? c.b.reduce("ReduceMean", p, {1}, false) : p);
+  c.out(n, 1, avg ? c.b.reduce("ReduceMean", a.probs, {1}, false) : a.probs);
+}
+
+std::string layer_norm_last(Ctx& c, const std::string& x, double eps, const at::Tensor& w, const at::Tensor& b,
+                            DType t) {
+  auto st = scalar_type_from_dtype(t);
+  std::string mu = c.b.reduce("ReduceMean", x, {-1}, true);
+  std::string dx = c.b.op1("Sub", {x, mu});
+  std::string var = c.b.reduce("ReduceMean", c.b.op1("Mul", {dx, dx}), {-1}, true);
+  std::string y = c.b.op1("Div", {dx, c.b.op1("Sqrt", {c.b.op1("Add", {var, c.b.scalar(eps, t)})})});
+  y = c.b.op1("Mul", {y, c.b.constant(tensor_from_torch(w.contiguous().to(st)), "weight")});
+  return c.b.op1("Add", {y, c.b.constant(tensor_from_torch(b.contiguous().to(st)), "bias")});
+}
+
+// aten::_transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
+//   proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2,
+//   ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask, mask_type): nn.TransformerEncoderLayer's
+//   fast path, batch-first.
+void encoder_layer(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  std::string mask = padding_mask(c, n, 18, 19);
+  bool gelu = c.flag(n, 7), norm_first = c.flag(n, 8);
+  double eps = c.f(n, 9);
+  auto norm = [&](const std::string& x, size_t w) { return layer_norm_last(c, x, eps, weight_of(c, n, w),
+                                                                          weight_of(c, n, w + 1), t); };
+  auto self_attn = [&](const std::string& x) {
+    return attention(c, x, x, x, c.i(n, 1), c.i(n, 2), weight_of(c, n, 3), weight_of(c, n, 4), weight_of(c, n, 5),
+                     weight_of(c, n, 6), mask, t).out;
+  };
+  auto ffn = [&](const std::string& x) {
+    std::string y = linear(c, x, weight_of(c, n, 14), weight_of(c, n, 15), t);
+    if (gelu) {
+      std::string e = c.b.op1("Erf", {c.b.op1("Div", {y, c.b.scalar(std::sqrt(2.0), t)})});
+      y = c.b.op1("Mul", {c.b.op1("Mul", {y, c.b.scalar(0.5, t)}), c.b.op1("Add", {e, c.b.scalar(1, t)})});
+    } else {
+      y = c.b.op1("Relu", {y});
+    }
+    return linear(c, y, weight_of(c, n, 16), weight_of(c, n, 17), t);
+  };
+  std::string x = c.t_as(n, 0, t);
+  if (norm_first) {
+    x = c.b.op1("Add", {x, self_attn(norm(x, 10))});
+    x = c.b.op1("Add", {x, ffn(norm(x, 12))});
+  } else {
+    x = norm(c.b.op1("Add", {x, self_attn(x)}), 10);
+    x = norm(c.b.op1("Add", {x, ffn(x)}), 12);
+  }
+  c.out(n, x);
 }
 
 }  // namespace
 
-void register_attention_ops(OpTable& t) { t["aten::_native_multi_head_attention"] = {native_mha}; }
+void register_attention_ops(OpTable& t) {
+  t["aten::_native_multi_head_attention"] = {native_mha};
+  t["aten::_transformer_encoder_layer_fwd"] = {encoder_layer};
+}
 
 }  // namespace t2o

@@ -122,7 +122,9 @@ struct PoolArgs {
   bool ceil = false;
 };
 
-void emit_pool(Ctx& c, const TNode* n, const std::string& op, PoolArgs p, bool count_include_pad) {
+// `divisor`: average pooling that divides each window's sum by this instead of its size.
+void emit_pool(Ctx& c, const TNode* n, const std::string& op, PoolArgs p, bool count_include_pad,
+               std::optional<int64_t> divisor = std::nullopt) {
   DType t = c.out_dtype(n);
   int r = c.rank(n, 0);
   size_t sd = p.kernel.size();
@@ -134,6 +136,7 @@ void emit_pool(Ctx& c, const TNode* n, const std::string& op, PoolArgs p, bool c
   auto pads = both_sides(expand(p.padding, sd));
   bool ceil_attr = false;
   if (p.ceil && !ceil_pads(spatial, p.kernel, stride, dil, pads)) ceil_attr = true;
+  if (divisor && ceil_attr) throw UnsupportedError("avg_pool with divisor_override and ceil_mode on dynamic sizes");
   std::vector<Attribute> attrs{Attribute::make_ints("kernel_shape", p.kernel), Attribute::make_ints("strides", stride),
                                Attribute::make_ints("pads", pads)};
   bool unit_dil = true;
@@ -148,6 +151,13 @@ void emit_pool(Ctx& c, const TNode* n, const std::string& op, PoolArgs p, bool c
   }
   if (op == "AveragePool") attrs.push_back(Attribute::make_int("count_include_pad", count_include_pad));
   auto outs = c.b.op(op, {c.t_as(n, 0, t)}, attrs, 1);
+  if (divisor) {
+    // Every window lies inside the (ceil-extended) padding, so mean * kernel size is its sum.
+    int64_t area = 1;
+    for (int64_t k : p.kernel) area *= k;
+    outs[0] = c.b.op1("Div", {c.b.op1("Mul", {outs[0], c.b.scalar(static_cast<double>(area), t)}),
+                              c.b.scalar(static_cast<double>(*divisor), t)});
+  }
   c.out(n, 0, outs[0]);
   if (n->outputs().size() > 1) {
     if (n->output(1)->hasUses()) throw UnsupportedError("max pooling indices");
@@ -167,7 +177,12 @@ void avg_pool(Ctx& c, const TNode* n) {
   PoolArgs p{c.ints(n, 1), c.ints(n, 2), c.ints(n, 3), {}, c.flag(n, 4)};
   p.kernel = expand(p.kernel, static_cast<size_t>(c.rank(n, 0) - 2));
   bool include = c.flag(n, 5);
-  if (n->inputs().size() > 6 && !c.is_none(n, 6)) throw UnsupportedError("avg_pool with divisor_override");
+  if (n->inputs().size() > 6 && !c.is_none(n, 6)) {
+    // Sum pooling: padding counts as zeros, and the divisor replaces the window size.
+    int64_t d = c.i(n, 6);
+    if (d == 0) throw UnsupportedError("avg_pool with divisor_override=0");
+    return emit_pool(c, n, "AveragePool", p, true, d);
+  }
   bool any_pad = false;
   for (int64_t v : p.padding) any_pad = any_pad || v != 0;
   emit_pool(c, n, "AveragePool", p, include && any_pad);

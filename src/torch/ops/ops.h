@@ -27,6 +27,9 @@ void register_attention_ops(OpTable& t);
 void list_add(Ctx& c, const TNode* n);
 void list_slice(Ctx& c, const TNode* n);
 bool is_list_value(const TNode* n, size_t i);
+// Lists of tensors built in control flow become ONNX sequences (carried by If/Loop from opset 13).
+TV to_sequence(Ctx& c, const TV& list, DType elem);
+void sequence_concat(Ctx& c, const TNode* n, bool new_axis);  // aten::cat / aten::stack on a sequence
 // Element type both operands of a comparison are cast to (torch's promotion with weak scalars).
 DType compare_dtype(Ctx& c, const TNode* n);
 }  // namespace t2o

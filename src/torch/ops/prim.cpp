@@ -29,13 +29,25 @@ std::vector<TV> items_of(Ctx& c, const TNode* n, size_t i) {
   throw UnsupportedError(std::string(n->kind().toQualString()) + " on a list that is not known element-wise");
 }
 
+// An element of an ONNX sequence (a list of tensors built in a Loop or If).
+TV sequence_at(Ctx& c, const TV& s, const std::string& pos) {
+  TV r = TV::tensor(c.b.op1("SequenceAt", {s.name, pos}), s.dtype);
+  return r;
+}
+
 void list_unpack(Ctx& c, const TNode* n) {
+  if (c.in(n, 0).sequence) {
+    for (size_t k = 0; k < n->outputs().size(); ++k)
+      c.set(n->output(k), sequence_at(c, c.in(n, 0), c.b.i64(static_cast<int64_t>(k))));
+    return;
+  }
   auto items = items_of(c, n, 0);
   if (items.size() != n->outputs().size()) throw Error("internal: unpack arity mismatch");
   for (size_t k = 0; k < items.size(); ++k) c.set(n->output(k), items[k]);
 }
 
 void list_index(Ctx& c, const TNode* n) {
+  if (c.in(n, 0).sequence) return c.set(n->output(), sequence_at(c, c.in(n, 0), c.int_tensor(c.in(n, 1))));
   auto items = items_of(c, n, 0);
   int64_t i = c.i(n, 1);
   if (i < 0) i += static_cast<int64_t>(items.size());
@@ -46,7 +58,11 @@ void list_len(Ctx& c, const TNode* n) {
   const TV& v = c.in(n, 0);
   if (v.kind == TV::Kind::Tensor) {  // len(tensor): first dim
     if (v.rank_known && !v.shape.empty() && v.shape[0] >= 0) return c.set(n->output(), TV::constant(v.shape[0]));
-    return c.out(n, c.b.dim(v.name, 0));
+    if (!v.sequence) return c.out(n, c.b.dim(v.name, 0));
+    TV r = TV::tensor(c.b.op1("SequenceLength", {v.name}), DType::Int64);
+    r.number = true;
+    r.rank_known = true;
+    return c.set(n->output(), r);
   }
   c.set(n->output(), TV::constant(static_cast<int64_t>(items_of(c, n, 0).size())));
 }
@@ -123,6 +139,12 @@ void append(Ctx& c, const TNode* n) {
     for (const auto& e : list.c.toListRef()) items.push_back(TV::constant(e));
     list = TV::list(items);
   }
+  if (list.sequence) {
+    TV s = list;
+    s.name = c.b.op1("SequenceInsert", {list.name, c.tensor_as(c.in(n, 1), list.dtype)});
+    list = s;
+    return c.set(n->output(), s);
+  }
   if (list.kind != TV::Kind::List) throw UnsupportedError("aten::append to a list that is not known element-wise");
   list.items.push_back(c.in(n, 1));
   c.set(n->output(), list);
@@ -156,6 +178,19 @@ void to(Ctx& c, const TNode* n) {
 }  // namespace
 
 void list_add(Ctx& c, const TNode* n) {
+  const TV &l = c.in(n, 0), &r = c.in(n, 1);
+  if (l.sequence || r.sequence) {
+    // seq + [items] appends; [items] + seq inserts in front.
+    if (l.sequence && r.sequence) throw UnsupportedError("aten::add of two lists built in control flow");
+    TV s = l.sequence ? l : r;
+    auto items = items_of(c, n, l.sequence ? 1 : 0);
+    for (size_t k = 0; k < items.size(); ++k) {
+      std::vector<std::string> in{s.name, c.tensor_as(items[k], s.dtype)};
+      if (!l.sequence) in.push_back(c.b.i64(static_cast<int64_t>(k)));
+      s.name = c.b.op1("SequenceInsert", in);
+    }
+    return c.set(n->output(), s);
+  }
   auto a = items_of(c, n, 0), b = items_of(c, n, 1);
   a.insert(a.end(), b.begin(), b.end());
   c.set(n->output(), TV::list(a));
@@ -215,6 +250,7 @@ void register_prim_ops(OpTable& t) {
   t["aten::is_autocast_enabled"] = {false_const};
   t["prim::is_cuda"] = {false_const};
   t["prim::is_mkldnn"] = {false_const};
+  t["prim::is_nested"] = {false_const};
   t["prim::is_quantized"] = {false_const};
   t["prim::requires_grad"] = {false_const};
   t["aten::is_autocast_cpu_enabled"] = {false_const};
