@@ -1,5 +1,6 @@
 #include "torch/builder.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace t2o {
@@ -116,6 +117,18 @@ std::string Builder::slice(const std::string& x, const std::vector<int64_t>& sta
   return op1("Slice", in);
 }
 
+std::string Builder::take(const std::string& x, int64_t len, int64_t start, int64_t end, int64_t step,
+                          int64_t axis) {
+  if (step == 0) throw Error("slice step cannot be zero");
+  std::vector<int64_t> idx;
+  if (start < 0) start += len;
+  if (end < 0) end += len;
+  start = step > 0 ? std::clamp<int64_t>(start, 0, len) : std::clamp<int64_t>(start, 0, std::max<int64_t>(len - 1, 0));
+  end = step > 0 ? std::clamp<int64_t>(end, 0, len) : std::clamp<int64_t>(end, -1, len - 1);
+  for (int64_t i = start; len > 0 && (step > 0 ? i < end : i > end); i += step) idx.push_back(i);
+  return op1("Gather", {x, i64s(idx)}, {Attribute::make_int("axis", axis)});
+}
+
 std::string Builder::slice_dyn(const std::string& x, const std::string& starts, const std::string& ends,
                                const std::string& axes, const std::string& steps) {
   require(10, "Slice with computed bounds");
@@ -154,8 +167,14 @@ std::string Builder::pad(const std::string& x, const std::vector<int64_t>& pads,
 }
 
 std::vector<std::string> Builder::topk(const std::string& x, int64_t k, int64_t axis, bool largest, bool sorted) {
+  if (opset_ < 11 && !largest) {
+    // No `largest` attribute yet: the smallest of x are the largest of -x.
+    auto r = topk(op1("Neg", {x}), k, axis, true, sorted);
+    r[0] = op1("Neg", {r[0]});
+    return r;
+  }
+  // Before opset 11 TopK always sorts, which sorted=False allows.
   if (opset_ < 10) return op("TopK", {x}, {Attribute::make_int("k", k), Attribute::make_int("axis", axis)}, 2);
-  if (!largest || !sorted) require(11, "TopK with largest=False or sorted=False");
   std::vector<Attribute> attrs{Attribute::make_int("axis", axis)};
   if (opset_ >= 11) {
     attrs.push_back(Attribute::make_int("largest", largest));

@@ -60,6 +60,9 @@ class Builder {
   std::vector<std::string> split(const std::string& x, const std::vector<int64_t>& sizes, int64_t axis);
   std::string slice(const std::string& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                     const std::vector<int64_t>& axes, const std::vector<int64_t>& steps = {});
+  // Elements start, start+step, ... before end (clamped as Slice does) of an axis of static length len,
+  // as a Gather of constant indices: strided and reversed slices at opset 9, whose Slice has no steps.
+  std::string take(const std::string& x, int64_t len, int64_t start, int64_t end, int64_t step, int64_t axis);
   // Tensor-valued bounds (1-D int64 names); needs opset 10.
   std::string slice_dyn(const std::string& x, const std::string& starts, const std::string& ends,
                         const std::string& axes, const std::string& steps = {});

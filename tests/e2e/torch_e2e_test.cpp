@@ -1,11 +1,13 @@
-// End-to-end: every fixture from tests/models converts at opset 13 and 17, passes the onnx
-// checker, and (Interop) ONNX Runtime reproduces PyTorch's outputs.
+// End-to-end: every fixture from tests/models converts at opsets 9-13 and 17, passes the onnx
+// checker, and (Interop) ONNX Runtime reproduces PyTorch's outputs. Below a fixture's min_opset the
+// conversion must fail with exit 3, naming the op, its source line and the opset it needs.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -44,6 +46,7 @@ struct Spec {
   ConvertOptions opts;
   double rtol = 1e-3, atol = 1e-4;
   int min_opset = 9;
+  std::string min_opset_op, min_opset_source;  // the op that needs min_opset, and its "file.py:LINE"
   int expect_exit = 0;
   std::string expect_text;
 };
@@ -79,7 +82,7 @@ Spec read_spec(const std::string& dir) {
     } else if (kind == "tol") {
       ls >> s.rtol >> s.atol;
     } else if (kind == "min_opset") {
-      ls >> s.min_opset;
+      ls >> s.min_opset >> s.min_opset_op >> s.min_opset_source;
     } else if (kind == "expect_error") {
       ls >> s.expect_exit;
       std::getline(ls, s.expect_text);
@@ -106,10 +109,14 @@ struct Param {
 
 void PrintTo(const Param& p, std::ostream* os) { *os << p.name << "@opset" << p.opset; }
 
+// Opsets 9-13 and 17, plus a fixture's min_opset when it lies between, so that one converts too.
 std::vector<Param> params() {
   std::vector<Param> r;
-  for (const auto& n : fixture_names())
-    for (int o : {13, 17}) r.push_back({n, o});
+  for (const auto& n : fixture_names()) {
+    std::set<int> opsets{9, 10, 11, 12, 13, 17};
+    opsets.insert(read_spec(fixture_dir() + "/" + n).min_opset);
+    for (int o : opsets) r.push_back({n, o});
+  }
   return r;
 }
 
@@ -141,7 +148,28 @@ TEST_P(E2E, Converts) {
   const Param& p = GetParam();
   ASSERT_NE(p.name, "MISSING_FIXTURES") << "no fixtures in " << fixture_dir();
   Spec spec = read_spec(fixture_dir() + "/" + p.name);
-  if (p.opset < spec.min_opset) GTEST_SKIP() << "fixture needs opset " << spec.min_opset;
+  if (p.opset < spec.min_opset && !spec.expect_exit) {
+    ASSERT_FALSE(spec.min_opset_op.empty() || spec.min_opset_source.empty()) << "spec.txt: min_opset N OP FILE:LINE";
+    // The report lists one line per op: "OP at FILE:LINE: WHAT needs opset >= N".
+    std::string want = "\n  " + spec.min_opset_op + " at " + spec.min_opset_source + ": ";
+    std::string need = " needs opset >= " + std::to_string(spec.min_opset);
+    try {
+      ConvertOptions o = spec.opts;
+      o.opset = p.opset;
+      convert_torchscript(fixture_dir() + "/" + p.name + "/model.pt", o);
+      FAIL() << "converted at opset " << p.opset << " though the fixture needs " << spec.min_opset;
+    } catch (const Error& e) {
+      std::string msg = e.what();
+      EXPECT_EQ(e.exit_code(), 3) << msg;
+      size_t at = msg.find(want);
+      ASSERT_NE(at, std::string::npos) << "no line for " << want.substr(3) << " in:\n" << msg;
+      size_t eol = std::min(msg.find('\n', at + 1), msg.size());
+      std::string line = msg.substr(at + 1, eol - at - 1);
+      EXPECT_TRUE(line.size() >= need.size() && line.compare(line.size() - need.size(), need.size(), need) == 0)
+          << line;
+    }
+    return;
+  }
   try {
     std::string path = convert_fixture(p, spec);
     if (!path.empty() && !std::getenv("T2O_E2E_KEEP")) fs::remove(path);

@@ -99,7 +99,9 @@ void expect_located(const std::string& model, const std::string& onnx, const std
   ASSERT_TRUE(j["locate"]["found"].get<bool>()) << r.out;
   EXPECT_TRUE(j["locate"]["intermediates"].get<bool>()) << r.out;
   EXPECT_EQ(j["locate"]["node"]["name"], node) << r.out;
-  if (!source.empty()) EXPECT_EQ(j["locate"]["node"]["source"], source) << r.out;
+  if (!source.empty()) {
+    EXPECT_EQ(j["locate"]["node"]["source"], source) << r.out;
+  }
   EXPECT_NE(r.out.find("first diverging node"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("'" + node + "'"), std::string::npos) << r.out;
 }
@@ -237,25 +239,36 @@ TEST(VerifyE2E, OnnxRuntimeBackend) {
   EXPECT_EQ(r.code, 1) << r.out;
 }
 
-// Every converter fixture that converts also verifies.
+// Every converter fixture that converts also verifies, at the default opset and at opset 11 (older
+// forms: axes and splits as attributes, no Trilu or LayerNormalization), unless it needs a newer one.
 namespace {
-std::vector<std::string> converter_fixtures() {
-  std::vector<std::string> r;
+struct FixtureOpset {
+  std::string name;
+  int opset;  // 0: the CLI's default
+};
+void PrintTo(const FixtureOpset& p, std::ostream* os) {
+  *os << p.name << (p.opset ? "@opset" + std::to_string(p.opset) : "");
+}
+
+std::vector<FixtureOpset> converter_fixtures() {
+  std::vector<FixtureOpset> r;
   std::ifstream f(env_or("T2O_TORCH_FIXTURES", T2O_TORCH_FIXTURES) + "/index.txt");
   std::string line;
   const char* only = std::getenv("T2O_VERIFY_ONLY");  // a name prefix, for quick runs
   while (std::getline(f, line))
-    if (!line.empty() && (!only || starts_with(line, only))) r.push_back(line);
-  if (r.empty()) r.push_back("MISSING_FIXTURES");
+    if (!line.empty() && (!only || starts_with(line, only)))
+      for (int opset : {0, 11}) r.push_back({line, opset});
+  if (r.empty()) r.push_back({"MISSING_FIXTURES", 0});
   return r;
 }
 }  // namespace
 
-class VerifyFixtures : public ::testing::TestWithParam<std::string> {};
+class VerifyFixtures : public ::testing::TestWithParam<FixtureOpset> {};
 
 TEST_P(VerifyFixtures, Pass) {
-  ASSERT_NE(GetParam(), "MISSING_FIXTURES");
-  fs::path dir = fs::path(env_or("T2O_TORCH_FIXTURES", T2O_TORCH_FIXTURES)) / GetParam();
+  const FixtureOpset& p = GetParam();
+  ASSERT_NE(p.name, "MISSING_FIXTURES");
+  fs::path dir = fs::path(env_or("T2O_TORCH_FIXTURES", T2O_TORCH_FIXTURES)) / p.name;
   std::ifstream spec(dir / "spec.txt");
   std::string line, convert_args, tol = " --rtol 1e-3 --atol 1e-4";
   while (std::getline(spec, line)) {
@@ -266,8 +279,10 @@ TEST_P(VerifyFixtures, Pass) {
     if (kind == "dynamic") convert_args += " --dynamic " + a;
     if (kind == "tol") tol = " --rtol " + a + " --atol " + b;
     if (kind == "expect_error") GTEST_SKIP() << "fixture expects a conversion error";
+    if (kind == "min_opset" && p.opset && p.opset < std::stoi(a)) GTEST_SKIP() << "fixture needs opset " << a;
   }
-  fs::path onnx = work_dir() / (GetParam() + ".onnx");
+  if (p.opset) convert_args += " --opset " + std::to_string(p.opset);
+  fs::path onnx = work_dir() / (p.name + "_" + std::to_string(p.opset) + ".onnx");
   CliRun r = cli("convert " + (dir / "model.pt").string() + " -o " + onnx.string() + " --quiet" + convert_args);
   ASSERT_EQ(r.code, 0) << r.out;
   r = cli("verify " + (dir / "model.pt").string() + " " + onnx.string() + " --samples 2" + tol);
@@ -276,8 +291,8 @@ TEST_P(VerifyFixtures, Pass) {
 
 INSTANTIATE_TEST_SUITE_P(Converter, VerifyFixtures, ::testing::ValuesIn(converter_fixtures()),
                          [](const auto& info) {
-                           std::string n = info.param;
+                           std::string n = info.param.name;
                            for (char& c : n)
                              if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
+                           return info.param.opset ? n + "_opset" + std::to_string(info.param.opset) : n;
                          });

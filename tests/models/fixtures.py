@@ -3,7 +3,9 @@
 usage: fixtures.py OUT_DIR [NAME_PREFIX ...]
 
 For each fixture NAME writes OUT_DIR/NAME/{model.pt, spec.txt, input_K.npy, output_K.npy}.
-spec.txt lines: `input NAME DIMS DTYPE`, `dynamic NAME:AXIS=LABEL`, `tol RTOL ATOL`.
+spec.txt lines: `input NAME DIMS DTYPE`, `dynamic NAME:AXIS=LABEL`, `tol RTOL ATOL`, `expect_error EXIT TEXT`,
+`min_opset N OP FILE:LINE` (from min_opset=(N, OP, TEXT[, WHERE]): the fixture needs opset N because of torch op
+OP on the line holding TEXT).
 Outputs are flattened depth-first, as the converter flattens them.
 """
 import inspect
@@ -43,11 +45,25 @@ def arg_names(module, n):
     return names[:n]
 
 
+def min_opset_line(module, opset, op, text, where=None):
+    """`min_opset N OP FILE:LINE`: below opset N conversion fails on torch op OP at the line of `where`
+    (default: the model's class) that contains `text`."""
+    where = where or type(module)
+    src, start = inspect.getsourcelines(where)
+    hits = [start + i for i, line in enumerate(src) if text in line]
+    if len(hits) != 1:
+        raise ValueError(f"min_opset: {text!r} is on {len(hits)} lines of {where.__name__}, expected one")
+    return f"min_opset {opset} {op} {os.path.basename(inspect.getsourcefile(where))}:{hits[0]}"
+
+
 def write(out_dir, name, f):
     module, inputs = f["model"], f["inputs"]
     module.eval()
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
+    for old in os.listdir(d):  # a fixture that lost an output must not keep its old file
+        if old.endswith(".npy"):
+            os.remove(os.path.join(d, old))
     torch.manual_seed(0)
     with torch.no_grad():
         if f.get("mode", "script") == "trace":
@@ -73,7 +89,7 @@ def write(out_dir, name, f):
     if "expect_error" in f:
         lines.append(f"expect_error {f['expect_error']}")
     if "min_opset" in f:
-        lines.append(f"min_opset {f['min_opset']}")
+        lines.append(min_opset_line(module, *f["min_opset"]))
     for k, t in enumerate(flat_in):
         np.save(os.path.join(d, f"input_{k}.npy"), t.numpy())
     for k, t in enumerate(outputs):

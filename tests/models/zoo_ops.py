@@ -26,8 +26,9 @@ class Reduce(nn.Module):
         v, i = x.max(dim=1, keepdim=True)
         return (x.sum(), x.sum(dim=(1, 2)), x.mean(dim=-1, keepdim=True), x.amax(dim=0), x.prod(dim=2), v, i,
                 x.argmax(dim=2), x.argmin(), x.var(dim=1), x.std(dim=2, unbiased=False), x.norm(p=2, dim=1),
-                torch.logsumexp(x, dim=2), F.softmax(x, dim=1), F.log_softmax(x, dim=-1), torch.cumsum(x, dim=1),
-                x.topk(2, dim=2)[0], x.sort(dim=1, descending=True)[0], (x > 0).all(dim=1), (x > 0).any())
+                torch.logsumexp(x, dim=2), F.softmax(x, dim=1), F.log_softmax(x, dim=-1),
+                x.topk(2, dim=2)[0], x.sort(dim=1, descending=True)[0], (x > 0).all(dim=1), (x > 0).any(),
+                x.topk(3, dim=1, largest=False), x.sort(dim=2)[0])
 
 
 class Shapes(nn.Module):
@@ -108,7 +109,12 @@ class Resize(nn.Module):
 class MatMuls(nn.Module):
     def forward(self, a, b, v):
         return (a @ b, torch.bmm(a, b), torch.baddbmm(a @ b, a, b, beta=0.5, alpha=2.0), torch.mv(a[0], v),
-                torch.dot(v, v), torch.outer(v, v), torch.einsum("bij,bjk->bik", a, b), torch.addmm(b[0, 0], a[0], b[0]))
+                torch.dot(v, v), torch.outer(v, v), torch.addmm(b[0, 0], a[0], b[0]))
+
+
+class Einsum(nn.Module):
+    def forward(self, a, b):
+        return torch.einsum("bij,bjk->bik", a, b)
 
 
 class Unsupported(nn.Module):
@@ -119,7 +125,89 @@ class Unsupported(nn.Module):
 
 class NeedsOpset(nn.Module):
     def forward(self, x):
-        return torch.cumsum(x, 0)
+        return torch.cumsum(x, 0), torch.cumsum(x, dim=1)
+
+
+class MaskIndex(nn.Module):
+    def forward(self, x, m1, m2, m3):
+        a = x[:, m1]
+        b = x[m2]
+        c = x[:, :, m3]
+        y = x.clone()
+        y[:, m1] = 0.5
+        z = x.clone()
+        z[m2] = x[m2] * 2 + 1
+        w = x.clone()
+        w[:, :, m3] = torch.arange(5.0).view(5, 1)
+        u = x.clone()
+        u[:, m1] = x[:, m1] - 3
+        return a, b, c, y, z, w, u
+
+
+class MaskIndexEllipsis(nn.Module):
+    def forward(self, x, m):
+        y = x.clone()
+        y[..., m] = -1.0
+        return x[..., m] * 2, y
+
+
+class PoolDivisor(nn.Module):
+    def forward(self, x, w):
+        return (F.avg_pool2d(x, 3, 2, divisor_override=4), F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, divisor_override=5),
+                F.avg_pool2d(x, (2, 3), (2, 2), (1, 1), ceil_mode=False, count_include_pad=False, divisor_override=2),
+                F.avg_pool2d(x, 2, 3, 0, ceil_mode=True, divisor_override=3),
+                F.avg_pool3d(w, 2, 2, 1, ceil_mode=True, divisor_override=7),
+                F.avg_pool3d(w, (1, 2, 3), divisor_override=1))
+
+
+class MHAFast(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x, pad):
+        a, w = self.mha(x, x, x, key_padding_mask=pad)
+        b, w2 = self.mha(x, x, x, key_padding_mask=pad, average_attn_weights=False)
+        c, _ = self.mha(x, x, x, key_padding_mask=pad, need_weights=False)
+        d, w3 = self.mha(x, x, x)
+        return a, w, b, w2, c, d, w3
+
+
+class MHAMasks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(8, 2)
+        self.cross = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x, kv, pad, am):
+        fm = torch.zeros(am.shape).masked_fill(am, -3.0)
+        a, w = self.mha(x, x, x, attn_mask=am, key_padding_mask=pad, average_attn_weights=False)
+        b, w2 = self.mha(x, x, x, attn_mask=fm)
+        c, _ = self.cross(x.transpose(0, 1), kv, kv, need_weights=False)
+        return a, w, b, w2, c
+
+
+class EncoderLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.post = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+        self.pre = nn.TransformerEncoderLayer(8, 2, 12, dropout=0.0, activation="gelu", batch_first=True,
+                                              norm_first=True)
+
+    def forward(self, x, pad):
+        return self.pre(self.post(x, src_key_padding_mask=pad), src_key_padding_mask=pad), self.post(x)
+
+
+def _mask_inputs():
+    x = torch.randn(2, 5, 3, 2)
+    m1 = torch.tensor([True, False, True, True, False])
+    m2 = torch.tensor([[True, False, False, True, True], [False, True, False, False, True]])
+    m3 = torch.tensor([[True, False], [False, False], [True, True]])
+    return [x, m1, m2, m3]
+
+
+def _mha_inputs():
+    return [torch.randn(2, 4, 8), torch.tensor([[False, False, True, False], [False, True, True, False]])]
 
 
 def fixtures():
@@ -137,6 +225,26 @@ def fixtures():
                                     tol=(1e-3, 1e-4)),
         "op_resize": lambda: dict(model=Resize(), inputs=[r(1, 4, 4, 6)], tol=(1e-3, 1e-4)),
         "op_matmul": lambda: dict(model=MatMuls(), inputs=[r(2, 4, 3), r(2, 3, 5), r(3)]),
+        "op_einsum": lambda: dict(model=Einsum(), inputs=[r(2, 4, 3), r(2, 3, 5)],
+                                  min_opset=(12, "aten::einsum", 'torch.einsum("bij,bjk->bik", a, b)')),
+        "op_needs_opset": lambda: dict(model=NeedsOpset(), inputs=[r(3, 4, 5)],
+                                       min_opset=(11, "aten::cumsum", "torch.cumsum(x, 0)")),
+        "op_maskindex_script": lambda: dict(model=MaskIndex(), inputs=_mask_inputs(),
+                                            min_opset=(11, "aten::index_put", "z[m2] = x[m2] * 2 + 1")),
+        "op_maskindex_trace": lambda: dict(model=MaskIndex(), inputs=_mask_inputs(), mode="trace",
+                                           min_opset=(11, "aten::index_put", "z[m2] = x[m2] * 2 + 1")),
+        "op_maskindex_ellipsis": lambda: dict(model=MaskIndexEllipsis(),
+                                              inputs=[r(2, 3, 4), torch.tensor([1, 0, 1, 1]) > 0], mode="trace"),
+        "op_pool_divisor": lambda: dict(model=PoolDivisor(), inputs=[r(1, 2, 9, 8), r(1, 2, 5, 6, 7)],
+                                        tol=(1e-4, 1e-5)),
+        "op_mha_fast_script": lambda: dict(model=MHAFast(), inputs=_mha_inputs(), tol=(1e-4, 1e-5)),
+        "op_mha_fast_trace": lambda: dict(model=MHAFast(), inputs=_mha_inputs(), mode="trace", tol=(1e-4, 1e-5)),
+        "op_encoder_layer_script": lambda: dict(model=EncoderLayers(), inputs=_mha_inputs(), tol=(1e-4, 1e-5)),
+        "op_encoder_layer_trace": lambda: dict(model=EncoderLayers(), inputs=_mha_inputs(), mode="trace",
+                                               tol=(1e-4, 1e-5)),
+        "op_mha_masks": lambda: dict(model=MHAMasks(), inputs=[r(4, 2, 8), r(2, 5, 8), torch.tensor(
+            [[False, False, True, False], [False, True, False, False]]), torch.triu(torch.ones(4, 4), 1) > 0],
+                                     tol=(1e-4, 1e-5)),
         "err_unsupported": lambda: dict(model=Unsupported(), inputs=[r(4, 4)],
                                         expect_error="3 aten::fft_rfft"),
     }

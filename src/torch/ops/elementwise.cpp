@@ -114,6 +114,15 @@ void compare_int_lists(Ctx& c, const TNode* n, bool negate) {
   c.out(n, negate ? c.b.op1("Not", {r}) : r);
 }
 
+// Equal takes floats from opset 11; before, a == b is "neither a < b nor a > b, and neither is NaN".
+std::string equal(Ctx& c, const std::string& a, const std::string& b, DType t) {
+  if (c.b.opset() >= 11 || t == DType::Bool || t == DType::Int32 || t == DType::Int64) return c.b.op1("Equal", {a, b});
+  if (!dtype_is_float(t)) return c.b.op1("Equal", {c.b.cast(a, DType::Int64), c.b.cast(b, DType::Int64)});
+  std::string ordered = c.b.op1("Or", {c.b.op1("Less", {a, b}), c.b.op1("Greater", {a, b})});
+  std::string nan = c.b.op1("Or", {c.b.op1("IsNaN", {a}), c.b.op1("IsNaN", {b})});
+  return c.b.op1("Not", {c.b.op1("Or", {ordered, nan})});
+}
+
 void compare(Ctx& c, const TNode* n, const std::string& op, bool negate) {
   if (op == "Equal" && is_list_value(n, 0) && is_list_value(n, 1)) return compare_int_lists(c, n, negate);
   DType t = compare_dtype(c, n);
@@ -123,8 +132,11 @@ void compare(Ctx& c, const TNode* n, const std::string& op, bool negate) {
     if (c.b.opset() >= 12) {
       r = c.b.op1(op, {a, b});
     } else {
-      r = c.b.op1("Not", {c.b.op1(op == "LessOrEqual" ? "Greater" : "Less", {a, b})});
+      // Not Greater would call NaN <= 1 true.
+      r = c.b.op1("Or", {c.b.op1(op == "LessOrEqual" ? "Less" : "Greater", {a, b}), equal(c, a, b, t)});
     }
+  } else if (op == "Equal") {
+    r = equal(c, a, b, t);
   } else {
     r = c.b.op1(op, {a, b});
   }
@@ -161,15 +173,27 @@ constexpr char kAbs[] = "Abs", kNeg[] = "Neg", kExp[] = "Exp", kLog[] = "Log", k
                kTanh[] = "Tanh", kSigmoid[] = "Sigmoid", kReciprocal[] = "Reciprocal", kFloor[] = "Floor",
                kCeil[] = "Ceil", kSign[] = "Sign", kErf[] = "Erf";
 
+// Round half to even. Before opset 11 (no Round): floor, plus one when the fraction is above 1/2 or
+// is 1/2 and the floor is odd; x - floor(x) is exact, so ties are found exactly.
+std::string round_even(Ctx& c, const std::string& x, DType t) {
+  if (c.b.opset() >= 11) return c.b.op1("Round", {x});
+  std::string fl = c.b.op1("Floor", {x});
+  std::string frac = c.b.op1("Sub", {x, fl});
+  std::string half = c.b.scalar(0.5, t);
+  std::string parity = c.b.op1("Sub", {fl, c.b.op1("Mul", {c.b.op1("Floor", {c.b.op1("Mul", {fl, half})}), c.b.scalar(2, t)})});
+  std::string tie_up = c.b.op1("And", {equal(c, frac, half, t), c.b.op1("Greater", {parity, half})});
+  std::string up = c.b.op1("Or", {c.b.op1("Greater", {frac, half}), tie_up});
+  return c.b.op1("Add", {fl, c.b.cast(up, t)});
+}
+
 void round(Ctx& c, const TNode* n) {
-  c.b.require(11, "Round");
+  DType t = c.out_dtype(n);
   if (n->inputs().size() > 1 && c.i(n, 1) != 0) {
     double s = std::pow(10.0, static_cast<double>(c.i(n, 1)));
-    DType t = c.out_dtype(n);
     std::string x = c.b.op1("Mul", {c.t(n, 0), c.b.scalar(s, t)});
-    return c.out(n, c.b.op1("Div", {c.b.op1("Round", {x}), c.b.scalar(s, t)}));
+    return c.out(n, c.b.op1("Div", {round_even(c, x, t), c.b.scalar(s, t)}));
   }
-  c.out(n, c.b.op1("Round", {c.t(n, 0)}));
+  c.out(n, round_even(c, c.t(n, 0), t));
 }
 
 void trunc(Ctx& c, const TNode* n) {
@@ -205,8 +229,14 @@ void expm1(Ctx& c, const TNode* n) {
 
 void isnan(Ctx& c, const TNode* n) { c.out(n, c.b.op1("IsNaN", {c.t(n, 0)})); }
 void isinf(Ctx& c, const TNode* n) {
-  c.b.require(10, "IsInf");
-  c.out(n, c.b.op1("IsInf", {c.t(n, 0)}));
+  DType t = c.dtype(n, 0);
+  if (c.b.opset() >= 10 || !dtype_is_float(t)) {
+    c.b.require(10, "IsInf");
+    return c.out(n, c.b.op1("IsInf", {c.t(n, 0)}));
+  }
+  // Opset 9: only the infinities lie beyond the dtype's largest finite value.
+  double big = t == DType::Double ? 1.7976931348623157e308 : t == DType::Float16 ? 65504.0 : 3.4028234663852886e38;
+  c.out(n, c.b.op1("Greater", {c.b.op1("Abs", {c.t(n, 0)}), c.b.scalar(big, t)}));
 }
 
 std::optional<double> opt_scalar(Ctx& c, const TNode* n, size_t i) {
@@ -282,6 +312,10 @@ void nan_to_num(Ctx& c, const TNode* n) {
   if (c.b.opset() >= 10) {
     y = c.b.op1("Where", {c.b.op1("IsInf", {y}, {Attribute::make_int("detect_negative", 0)}), c.b.scalar(pos, t), y});
     y = c.b.op1("Where", {c.b.op1("IsInf", {y}, {Attribute::make_int("detect_positive", 0)}), c.b.scalar(neg, t), y});
+  } else {
+    // No IsInf: only the infinities lie beyond the dtype's largest finite value.
+    y = c.b.op1("Where", {c.b.op1("Greater", {y, c.b.scalar(big, t)}), c.b.scalar(pos, t), y});
+    y = c.b.op1("Where", {c.b.op1("Less", {y, c.b.scalar(-big, t)}), c.b.scalar(neg, t), y});
   }
   c.out(n, y);
 }

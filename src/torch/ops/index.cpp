@@ -9,15 +9,45 @@ void index_select(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("Gather", {c.t(n, 0), c.t_as(n, 2, DType::Int64)}, {Attribute::make_int("axis", axis)}));
 }
 
+// Before GatherElements (opset 11), on static shapes: a Gather from the flattened input at
+// flat = base + index * stride[axis], where base holds the other coordinates' offsets.
+std::string gather_flat(Ctx& c, const TNode* n, int64_t axis) {
+  auto xs = c.shape(n, 0), is = c.shape(n, 2);
+  for (int64_t d : xs)
+    if (d < 0) c.b.require(11, "gather on dynamic sizes (GatherElements)");
+  for (int64_t d : is)
+    if (d < 0) c.b.require(11, "gather on dynamic sizes (GatherElements)");
+  size_t r = xs.size();
+  std::vector<int64_t> stride(r, 1);
+  for (size_t d = r; d-- > 1;) stride[d - 1] = stride[d] * xs[d];
+  int64_t numel = 1;
+  for (int64_t d : is) numel *= d;
+  std::vector<int64_t> base(static_cast<size_t>(numel), 0);
+  for (int64_t k = 0; k < numel; ++k) {
+    int64_t rest = k;
+    for (size_t d = r; d-- > 0;) {
+      int64_t coord = rest % is[d];
+      rest /= is[d];
+      if (static_cast<int64_t>(d) != axis) base[static_cast<size_t>(k)] += coord * stride[d];
+    }
+  }
+  std::string idx = c.t_as(n, 2, DType::Int64);
+  int64_t len = xs[static_cast<size_t>(axis)];
+  idx = c.b.op1("Where", {c.b.op1("Less", {idx, c.b.i64(0)}), c.b.op1("Add", {idx, c.b.i64(len)}), idx});
+  std::string flat = c.b.op1("Add", {c.b.constant(Tensor::from_vector<int64_t>(base, is), "gather_base"),
+                                      c.b.op1("Mul", {idx, c.b.i64(stride[static_cast<size_t>(axis)])})});
+  return c.b.op1("Gather", {c.b.reshape(c.t(n, 0), {-1}), flat}, {Attribute::make_int("axis", 0)});
+}
+
 void gather(Ctx& c, const TNode* n) {
-  c.b.require(11, "GatherElements");
   int64_t axis = norm_axis(c.i(n, 1), c.rank(n, 0));
+  if (c.b.opset() < 11) return c.out(n, gather_flat(c, n, axis));
   c.out(n, c.b.op1("GatherElements", {c.t(n, 0), c.t_as(n, 2, DType::Int64)}, {Attribute::make_int("axis", axis)}));
 }
 
 // aten::scatter(x, dim, index, src|value[, reduce]) / scatter_add(x, dim, index, src)
 void scatter(Ctx& c, const TNode* n, const std::string& reduction) {
-  c.b.require(reduction.empty() ? 11 : 16, reduction.empty() ? "ScatterElements" : "ScatterElements with reduction");
+  if (!reduction.empty()) c.b.require(16, "ScatterElements with reduction");
   DType t = c.out_dtype(n);
   int64_t axis = norm_axis(c.i(n, 1), c.rank(n, 0));
   std::string idx = c.t_as(n, 2, DType::Int64);
@@ -31,7 +61,8 @@ void scatter(Ctx& c, const TNode* n, const std::string& reduction) {
   }
   std::vector<Attribute> attrs{Attribute::make_int("axis", axis)};
   if (!red.empty()) attrs.push_back(Attribute::make_string("reduction", red));
-  c.out(n, c.b.op1("ScatterElements", {c.t_as(n, 0, t), idx, src}, attrs));
+  // Opsets 9 and 10 call it Scatter.
+  c.out(n, c.b.op1(c.b.opset() >= 11 ? "ScatterElements" : "Scatter", {c.t_as(n, 0, t), idx, src}, attrs));
 }
 void scatter_(Ctx& c, const TNode* n) { scatter(c, n, ""); }
 void scatter_add(Ctx& c, const TNode* n) { scatter(c, n, "add"); }
@@ -55,16 +86,50 @@ std::vector<std::pair<int64_t, TV>> index_list(Ctx& c, const TNode* n) {
   return r;
 }
 
+bool is_mask(Ctx& c, const TV& i) { return c.dtype_of(i) == DType::Bool || c.dtype_of(i) == DType::UInt8; }
+
+int mask_rank(const TV& m) {
+  if (m.is_const()) return static_cast<int>(m.c.toTensor().dim());
+  if (!m.rank_known) throw UnsupportedError("boolean mask of unknown rank");
+  return static_cast<int>(m.shape.size());
+}
+
+// A boolean mask over dims [p, p + k) of x: those dims flattened into one (so the mask selects
+// along a single axis p), and the flat positions the mask keeps.
+struct MaskSel {
+  std::string xf, pos;
+};
+
+MaskSel mask_select(Ctx& c, const std::string& x, int r, int64_t p, const TV& mask) {
+  int64_t k = mask_rank(mask);
+  if (k == 0) throw UnsupportedError("indexing with a 0-d boolean mask");
+  if (p + k > r) throw UnsupportedError("boolean mask with more dims than the indexed tensor");
+  MaskSel s{x, {}};
+  if (k > 1) {
+    std::string shp = c.b.shape_of(x);
+    std::vector<std::string> parts;
+    if (p > 0) parts.push_back(c.b.slice(shp, {0}, {p}, {0}));
+    parts.push_back(c.b.i64s({-1}));
+    if (p + k < r) parts.push_back(c.b.slice(shp, {p + k}, {r}, {0}));
+    s.xf = c.b.op1("Reshape", {x, c.b.concat(parts, 0)});
+  }
+  std::string flat = c.b.reshape(c.tensor_as(mask, DType::Bool), {-1});
+  s.pos = c.b.squeeze(c.b.op1("NonZero", {flat}), {0});
+  return s;
+}
+
 void index(Ctx& c, const TNode* n) {
   auto idx = index_list(c, n);
   std::string x = c.t(n, 0);
   if (idx.size() == 1) {
     auto [axis, i] = idx[0];
-    if (c.dtype_of(i) == DType::Bool || c.dtype_of(i) == DType::UInt8) {
-      if (axis != 0) throw UnsupportedError("aten::index with a boolean mask after other dims");
-      c.b.require(11, "boolean mask indexing (GatherND)");
-      std::string nz = c.b.transpose(c.b.op1("NonZero", {c.tensor_as(i, DType::Bool)}), {1, 0});
-      return c.out(n, c.b.op1("GatherND", {x, nz}));
+    if (is_mask(c, i)) {
+      MaskSel s = mask_select(c, x, c.rank(n, 0), axis, i);
+      c.out(n, c.b.op1("Gather", {s.xf, s.pos}, {Attribute::make_int("axis", axis)}));
+      // The number of selected positions depends on the mask's values, not on the profiled run.
+      TV& r = c.get_mut(n->output());
+      if (r.rank_known && axis < static_cast<int64_t>(r.shape.size())) r.shape[static_cast<size_t>(axis)] = -1;
+      return;
     }
     return c.out(n, c.b.op1("Gather", {x, c.tensor_as(i, DType::Int64)}, {Attribute::make_int("axis", axis)}));
   }
@@ -93,8 +158,39 @@ void index_put(Ctx& c, const TNode* n) {
   auto idx = index_list(c, n);
   std::string x = c.t_as(n, 0, t), v = c.t_as(n, 2, t);
   bool acc = c.flag(n, 3);
-  if (idx.size() == 1 && (c.dtype_of(idx[0].second) == DType::Bool) && idx[0].first == 0 && !acc)
-    return c.out(n, c.b.op1("Where", {c.tensor_as(idx[0].second, DType::Bool), v, x}));
+  if (idx.size() == 1 && is_mask(c, idx[0].second)) {
+    int r = c.rank(n, 0);
+    int64_t p = idx[0].first;
+    const TV& mask = idx[0].second;
+    int64_t k = mask_rank(mask), tail = r - p - k;
+    if (c.rank(n, 2) <= tail) {
+      // Values that do not depend on the selected positions: broadcast under the mask.
+      std::string m = c.tensor_as(mask, DType::Bool);
+      if (tail > 0) {
+        std::vector<int64_t> axes;
+        for (int64_t a = 0; a < tail; ++a) axes.push_back(k + a);
+        m = c.b.unsqueeze(m, axes);
+      }
+      return c.out(n, acc ? c.b.op1("Add", {x, c.b.op1("Where", {m, v, c.b.scalar(0, t)})})
+                          : c.b.op1("Where", {m, v, x}));
+    }
+    // Values per selected position: scatter along the flattened mask axis, moved to the front.
+    c.b.require(11, "index_put with a boolean mask (ScatterND)");
+    MaskSel s = mask_select(c, x, r, p, mask);
+    std::string sel = c.b.op1("Gather", {s.xf, s.pos}, {Attribute::make_int("axis", p)});
+    std::string upd = c.b.op1("Expand", {v, c.b.shape_of(sel)});
+    if (acc) upd = c.b.op1("Add", {sel, upd});  // a mask selects each position once
+    int fr = static_cast<int>(r - k + 1);
+    std::vector<int64_t> perm{p}, inv(static_cast<size_t>(fr));
+    for (int64_t a = 0; a < fr; ++a)
+      if (a != p) perm.push_back(a);
+    for (int64_t a = 0; a < fr; ++a) inv[static_cast<size_t>(perm[static_cast<size_t>(a)])] = a;
+    std::string y =
+        c.b.op1("ScatterND", {c.b.transpose(s.xf, perm), c.b.unsqueeze(s.pos, {-1}), c.b.transpose(upd, perm)});
+    y = c.b.transpose(y, inv);
+    if (k > 1) y = c.b.op1("Reshape", {y, c.b.shape_of(x)});
+    return c.out(n, y);
+  }
   if (idx.size() != 1 || idx[0].first != 0) throw UnsupportedError("aten::index_put beyond a single leading index");
   c.b.require(11, "index_put (ScatterND)");
   std::string i = c.tensor_as(idx[0].second, DType::Int64);

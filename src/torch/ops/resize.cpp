@@ -1,5 +1,8 @@
 // Padding (constant/reflect/replicate/circular), interpolation (nearest, nearest-exact, linear,
 // bilinear, trilinear, bicubic with align_corners), pixel shuffle.
+#include <algorithm>
+#include <cmath>
+
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -56,6 +59,85 @@ struct Interp {
   std::string nearest;     // nearest_mode
 };
 
+// Output position i of an axis of length in -> out reads input taps idx[k][i] with weights w[k][i], as
+// torch computes them (area_pixel_compute_source_index; cubic with A = -0.75 and clamped taps).
+struct Taps {
+  std::vector<std::vector<int64_t>> idx;
+  std::vector<std::vector<double>> w;
+};
+
+Taps resize_taps(const Interp& m, int64_t in, int64_t out) {
+  double scale = static_cast<double>(in) / static_cast<double>(out);
+  bool align = m.coord == "align_corners";
+  if (align) scale = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+  size_t k = m.mode == "nearest" ? 1 : m.mode == "linear" ? 2 : 4;
+  Taps t{std::vector<std::vector<int64_t>>(k), std::vector<std::vector<double>>(k)};
+  auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v, 0, in - 1); };
+  for (int64_t i = 0; i < out; ++i) {
+    double x = static_cast<double>(i);
+    if (m.mode == "nearest") {
+      double src = m.coord == "asymmetric" ? x * scale : (x + 0.5) * scale;  // nearest / nearest-exact
+      t.idx[0].push_back(std::min(static_cast<int64_t>(std::floor(src)), in - 1));
+      t.w[0].push_back(1.0);
+      continue;
+    }
+    double src = align ? x * scale : (x + 0.5) * scale - 0.5;
+    if (m.mode == "linear" && src < 0) src = 0;
+    int64_t i0 = static_cast<int64_t>(std::floor(src));
+    double f = src - static_cast<double>(i0);
+    if (m.mode == "linear") {
+      t.idx[0].push_back(clamp(i0));
+      t.idx[1].push_back(clamp(i0 + 1));
+      t.w[0].push_back(1.0 - f);
+      t.w[1].push_back(f);
+      continue;
+    }
+    const double a = -0.75;
+    auto near = [&](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };
+    auto far = [&](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };
+    double w[4] = {far(f + 1), near(f), near(1 - f), far(2 - f)};
+    for (size_t j = 0; j < 4; ++j) {
+      t.idx[j].push_back(clamp(i0 - 1 + static_cast<int64_t>(j)));
+      t.w[j].push_back(w[j]);
+    }
+  }
+  return t;
+}
+
+// Interpolation as Gathers of constant taps times constant weights, one spatial axis after the
+// other: what opsets 9 and 10 can say exactly (their Upsample/Resize have only asymmetric coordinates).
+std::string resize_by_gather(Ctx& c, std::string x, const Interp& m, const std::vector<int64_t>& in,
+                             const std::vector<int64_t>& out, DType t) {
+  int64_t r = static_cast<int64_t>(in.size());
+  for (int64_t axis = 2; axis < r; ++axis) {
+    int64_t li = in[static_cast<size_t>(axis)], lo = out[static_cast<size_t>(axis)];
+    if (li == lo) continue;  // every mode maps i to i
+    Taps taps = resize_taps(m, li, lo);
+    Dims wdims(static_cast<size_t>(r - axis), 1);
+    wdims[0] = lo;
+    std::string acc;
+    for (size_t k = 0; k < taps.idx.size(); ++k) {
+      std::string g = c.b.op1("Gather", {x, c.b.i64s(taps.idx[k])}, {Attribute::make_int("axis", axis)});
+      if (m.mode != "nearest") {
+        Tensor w(t, wdims);
+        dispatch_dtype(t, [&](auto tag) {
+          using T = decltype(tag);
+          for (size_t i = 0; i < taps.w[k].size(); ++i) {
+            if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+              w.data<T>()[i] = T(static_cast<float>(taps.w[k][i]));
+            else
+              w.data<T>()[i] = static_cast<T>(taps.w[k][i]);
+          }
+        });
+        g = c.b.op1("Mul", {g, c.b.constant(w, "resize_weights")});
+      }
+      acc = acc.empty() ? g : c.b.op1("Add", {acc, g});
+    }
+    x = acc;
+  }
+  return x;
+}
+
 void emit_resize(Ctx& c, const TNode* n, const Interp& m) {
   DType t = c.out_dtype(n);
   std::string x = c.t_as(n, 0, t);
@@ -69,9 +151,11 @@ void emit_resize(Ctx& c, const TNode* n, const Interp& m) {
   }
   if (!spatial_static) throw UnsupportedError(std::string(n->kind().toQualString()) + " with dynamic spatial sizes");
   if (c.b.opset() < 11) {
-    if (m.mode == "cubic" || m.coord == "align_corners" || m.coord == "tf_half_pixel_for_nn")
-      c.b.require(11, "Resize with cubic mode or align_corners");
-    if (m.mode == "linear") c.b.require(11, "Resize with half-pixel linear interpolation");
+    // Upsample (9) and Resize (10) pick floor(i / scale): torch's nearest when every scale is whole.
+    bool whole = true;
+    for (double s : scales) whole = whole && s == std::floor(s);
+    if (m.mode != "nearest" || m.coord != "asymmetric" || !whole || !dtype_is_float(t))
+      return c.out(n, resize_by_gather(c, x, m, in, out, t));
     std::string sc = c.b.vec(scales, DType::Float);
     if (c.b.opset() < 10) return c.out(n, c.b.op1("Upsample", {x, sc}, {Attribute::make_string("mode", m.mode)}));
     return c.out(n, c.b.op1("Resize", {x, sc}, {Attribute::make_string("mode", m.mode)}));

@@ -138,6 +138,7 @@ std::vector<TV> list_items(Ctx& c, const TNode* n, size_t i) {
 }
 
 void cat(Ctx& c, const TNode* n) {
+  if (c.in(n, 0).sequence) return sequence_concat(c, n, false);
   DType t = c.out_dtype(n);
   int r = c.out_rank(n);
   std::vector<std::string> parts;
@@ -150,6 +151,7 @@ void cat(Ctx& c, const TNode* n) {
 }
 
 void stack(Ctx& c, const TNode* n) {
+  if (c.in(n, 0).sequence) return sequence_concat(c, n, true);
   DType t = c.out_dtype(n);
   int r = c.out_rank(n);
   int64_t axis = norm_axis(c.i(n, 1), r);
@@ -219,6 +221,11 @@ void slice(Ctx& c, const TNode* n) {
     int64_t start = s.is_none() ? 0 : s.c.toInt();
     int64_t end = e.is_none() ? INT64_MAX : e.c.toInt();
     if (start == 0 && end == INT64_MAX && step == 1) return c.out(n, c.t(n, 0));
+    if (c.b.opset() < 10 && step != 1) {  // opset 9's Slice has no steps
+      auto shape = c.shape(n, 0);
+      size_t a = static_cast<size_t>(axis);
+      if (a < shape.size() && shape[a] >= 0) return c.out(n, c.b.take(c.t(n, 0), shape[a], start, end, step, axis));
+    }
     return c.out(n, c.b.slice(c.t(n, 0), {start}, {end}, {axis}, {step}));
   }
   auto one = [&](const TV& v, int64_t dflt) {
@@ -262,7 +269,17 @@ void flip(Ctx& c, const TNode* n) {
     ends.push_back(INT64_MIN);
     steps.push_back(-1);
   }
-  c.b.require(10, "flip (Slice with negative steps)");
+  if (c.b.opset() < 10) {
+    // Opset 9's Slice has no steps: gather the reversed indices of each (static) dim.
+    std::string x = c.t(n, 0);
+    auto shape = c.shape(n, 0);
+    for (int64_t d : dims) {
+      int64_t len = shape.at(static_cast<size_t>(d));
+      if (len < 0) c.b.require(10, "flip of a dynamic dimension (Slice with negative steps)");
+      x = c.b.take(x, len, -1, INT64_MIN, -1, d);
+    }
+    return c.out(n, x);
+  }
   c.out(n, c.b.slice(c.t(n, 0), starts, ends, dims, steps));
 }
 
