@@ -20,6 +20,7 @@ namespace tj = torch::jit;
 
 PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn,
                                const std::string& weights) {
+  register_newer_torch_ops();
   tj::Module module;
   try {
     module = tj::load(path, torch::kCPU);

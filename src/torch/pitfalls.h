@@ -12,5 +12,7 @@ int normalize_devices(torch::jit::Graph& g);
 // _thnn_fused_gru_cell): registers CPU kernels from the cells' defining equations so the
 // shape-learning run can execute them. Idempotent.
 void install_cpu_fallbacks();
+// Ops of newer PyTorch releases (e.g. aten::scaled_dot_product_attention), so files saved by them load.
+void register_newer_torch_ops();
 
 }  // namespace t2o

@@ -74,10 +74,14 @@ Spec read_spec(const std::string& dir) {
       s.opts.inputs.push_back({name, parse_dims(dims), dtype_from_name(dt)});
     } else if (kind == "dynamic") {
       std::string v;
-      ls >> v;  // NAME:AXIS=LABEL
-      auto colon = v.find(':'), eq = v.find('=');
+      ls >> v;  // NAME:AXIS=LABEL[,AXIS=LABEL]
+      auto colon = v.find(':');
       DynamicSpec d{v.substr(0, colon), {}};
-      d.axes[std::stoi(v.substr(colon + 1, eq - colon - 1))] = v.substr(eq + 1);
+      std::stringstream items(v.substr(colon + 1));
+      for (std::string item; std::getline(items, item, ',');) {
+        auto eq = item.find('=');
+        d.axes[std::stoi(item.substr(0, eq))] = item.substr(eq + 1);
+      }
       s.opts.dynamic.push_back(d);
     } else if (kind == "tol") {
       ls >> s.rtol >> s.atol;

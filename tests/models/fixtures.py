@@ -11,6 +11,7 @@ Outputs are flattened depth-first, as the converter flattens them.
 import inspect
 import os
 import sys
+import zipfile
 
 import numpy as np
 import torch
@@ -56,6 +57,31 @@ def min_opset_line(module, opset, op, text, where=None):
     return f"min_opset {opset} {op} {os.path.basename(inspect.getsourcefile(where))}:{hits[0]}"
 
 
+def rewrite_code(pt, subs):
+    """Edits the saved TorchScript code (each (old, new) must match exactly once), as a newer PyTorch
+    would have written it; the model's outputs stay those of the original module. Drops the debug
+    tables, which index the old text."""
+    tmp = pt + ".tmp"
+    hits = [0] * len(subs)
+    with zipfile.ZipFile(pt) as zin, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zout:
+        for item in zin.infolist():
+            if item.filename.endswith(".debug_pkl"):
+                continue
+            data = zin.read(item.filename)
+            if "/code/" in item.filename and item.filename.endswith(".py"):
+                text = data.decode()
+                for i, (old, new) in enumerate(subs):
+                    hits[i] += text.count(old)
+                    text = text.replace(old, new)
+                data = text.encode()
+            zout.writestr(item, data)
+    bad = [old for (old, _), h in zip(subs, hits) if h != 1]
+    if bad:
+        os.remove(tmp)
+        raise ValueError(f"rewrite_code: not found exactly once in {pt}: {bad}")
+    os.replace(tmp, pt)
+
+
 def write(out_dir, name, f):
     module, inputs = f["model"], f["inputs"]
     module.eval()
@@ -73,6 +99,8 @@ def write(out_dir, name, f):
         if f.get("train_mode"):
             ts.train()
         ts.save(os.path.join(d, "model.pt"))
+        if "rewrite_code" in f:
+            rewrite_code(os.path.join(d, "model.pt"), f["rewrite_code"])
         outputs = [] if "expect_error" in f else flatten(module(*inputs), [])
     names = arg_names(module, len(inputs))
     lines = []

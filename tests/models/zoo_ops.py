@@ -210,6 +210,37 @@ def _mha_inputs():
     return [torch.randn(2, 4, 8), torch.tensor([[False, False, True, False], [False, True, True, False]])]
 
 
+class SDPA(nn.Module):
+    """PyTorch 1.13's F._scaled_dot_product_attention: float and bool masks, causal, the weights."""
+
+    def forward(self, q, k, v, fmask, bmask):
+        a, w = F._scaled_dot_product_attention(q, k, v, fmask, 0.0, True, False)
+        b = F._scaled_dot_product_attention(q, k, v, bmask, 0.0, False, False)[0]
+        c = F._scaled_dot_product_attention(q, k[:, :, :3], v[:, :, :3], None, 0.0, False, True)[0]
+        return a, w, b, c
+
+
+class SDPATorch2(nn.Module):
+    """Saved as PyTorch 2 writes F.scaled_dot_product_attention (see the rewrite in fixtures())."""
+
+    def forward(self, q, k, v, bmask):
+        a = F._scaled_dot_product_attention(q, k, v, bmask, 0.0, False, False)[0]
+        b = F._scaled_dot_product_attention(q * 0.5, k, v, None, 0.0, False, True)[0]
+        return a, b
+
+
+class SDPACausal(nn.Module):
+    def forward(self, q, k, v):
+        return F._scaled_dot_product_attention(q, k, v, None, 0.0, False, True)[0]
+
+
+def _sdpa_inputs():
+    r = torch.randn
+    keep = torch.rand(3, 5) > 0.5
+    keep[:, 0] = True  # every query attends to some key
+    return [r(2, 2, 3, 4), r(2, 2, 5, 4), r(2, 2, 5, 6), r(3, 5), keep]
+
+
 def fixtures():
     r = torch.randn
     return {
@@ -245,6 +276,19 @@ def fixtures():
         "op_mha_masks": lambda: dict(model=MHAMasks(), inputs=[r(4, 2, 8), r(2, 5, 8), torch.tensor(
             [[False, False, True, False], [False, True, False, False]]), torch.triu(torch.ones(4, 4), 1) > 0],
                                      tol=(1e-4, 1e-5)),
+        "op_sdpa_script": lambda: dict(model=SDPA(), inputs=_sdpa_inputs(), tol=(1e-4, 1e-5)),
+        "op_sdpa_trace": lambda: dict(model=SDPA(), inputs=_sdpa_inputs(), mode="trace", tol=(1e-4, 1e-5)),
+        "op_sdpa_causal_dynamic": lambda: dict(
+            model=SDPACausal(), inputs=[r(2, 2, 3, 4), r(2, 2, 5, 4), r(2, 2, 5, 6)], tol=(1e-4, 1e-5),
+            dynamic=["q:0=batch,2=queries", "k:0=batch,2=keys", "v:0=batch,2=keys"],
+            min_opset=(14, "aten::_scaled_dot_product_attention", "F._scaled_dot_product_attention(q, k, v, None")),
+        # A file saved by PyTorch 2 (aten::scaled_dot_product_attention, with `scale`): loads and converts.
+        "op_sdpa_torch2": lambda: dict(
+            model=SDPATorch2(), inputs=[_sdpa_inputs()[i] for i in (0, 1, 2, 4)], tol=(1e-4, 1e-5),
+            rewrite_code=[("_0, _1 = torch._scaled_dot_product_attention(q, k, v, bmask)",
+                           "_0 = torch.scaled_dot_product_attention(q, k, v, bmask)"),
+                          ("_2, _3 = torch._scaled_dot_product_attention(torch.mul(q, 0.5), k, v, None, 0., False, True)",
+                           "_2 = torch.scaled_dot_product_attention(q, k, v, None, 0., True, scale=0.25)")]),
         "err_unsupported": lambda: dict(model=Unsupported(), inputs=[r(4, 4)],
                                         expect_error="3 aten::fft_rfft"),
     }

@@ -1,5 +1,7 @@
-// Fused attention kernels of nn.MultiheadAttention's and nn.TransformerEncoderLayer's inference fast paths.
+// Fused attention kernels of nn.MultiheadAttention's and nn.TransformerEncoderLayer's inference fast paths,
+// and scaled dot-product attention.
 #include <cmath>
+#include <optional>
 
 #include "torch/ops/ops.h"
 
@@ -117,11 +119,84 @@ void encoder_layer(Ctx& c, const TNode* n) {
   c.out(n, x);
 }
 
+// softmax(q @ k^T * scale + mask) @ v over the last two dims, any leading dims. A bool mask marks
+// the keys that take part (True: attend); a float mask is added; is_causal keeps keys j <= i.
+// Returns the output and the attention weights.
+std::pair<std::string, std::string> sdpa(Ctx& c, const TNode* n, size_t mask_i, bool causal,
+                                         std::optional<double> scale_arg) {
+  DType t = c.out_dtype(n);
+  std::string q = c.t_as(n, 0, t), k = c.t_as(n, 1, t), v = c.t_as(n, 2, t);
+  int rk = c.rank(n, 1);
+  std::vector<int64_t> perm(static_cast<size_t>(rk));
+  for (int i = 0; i < rk; ++i) perm[static_cast<size_t>(i)] = i;
+  std::swap(perm[static_cast<size_t>(rk - 1)], perm[static_cast<size_t>(rk - 2)]);
+  std::string scores = c.b.op1("MatMul", {q, c.b.transpose(k, perm)});
+  std::vector<int64_t> qs = c.shape(n, 0), ks = c.shape(n, 1);
+  int64_t e = qs.empty() ? -1 : qs.back();
+  if (scale_arg) {
+    scores = c.b.op1("Mul", {scores, c.b.scalar(*scale_arg, t)});
+  } else if (e > 0) {
+    scores = c.b.op1("Div", {scores, c.b.scalar(std::sqrt(static_cast<double>(e)), t)});
+  } else {
+    std::string d = c.b.cast(c.b.dim(q, -1), t);
+    scores = c.b.op1("Div", {scores, c.b.op1("Sqrt", {d})});
+  }
+  std::string keep;  // bool, broadcastable to the scores
+  if (causal) {
+    int64_t l = qs.size() >= 2 ? qs[qs.size() - 2] : -1, sl = ks.size() >= 2 ? ks[ks.size() - 2] : -1;
+    if (l > 0 && sl > 0) {
+      keep = c.b.constant(tensor_from_torch(at::ones({l, sl}, at::kBool).tril()), "causal");
+    } else {
+      c.b.require(14, "is_causal attention on dynamic sizes (Trilu)");
+      std::string ls = c.b.unsqueeze(c.b.dim(q, -2), {0}), ss = c.b.unsqueeze(c.b.dim(k, -2), {0});
+      std::string ones = c.b.op1("ConstantOfShape", {c.b.concat({ls, ss}, 0)},
+                                 {Attribute::make_tensor("value", tensor_from_torch(at::ones({1}, at::kInt)))});
+      keep = c.b.cast(c.b.op1("Trilu", {ones}, {Attribute::make_int("upper", 0)}), DType::Bool);
+    }
+  } else if (!c.is_none(n, mask_i)) {
+    if (c.dtype(n, mask_i) == DType::Bool)
+      keep = c.t(n, mask_i);
+    else
+      scores = c.b.op1("Add", {scores, c.t_as(n, mask_i, t)});
+  }
+  if (!keep.empty()) scores = c.b.op1("Where", {keep, scores, c.b.scalar(-INFINITY, t)});
+  int rs = std::max(c.rank(n, 0), rk);
+  std::string p = c.b.softmax("Softmax", scores, -1, rs);
+  return {c.b.op1("MatMul", {p, v}), p};
+}
+
+void warn_dropout(Ctx& c, const TNode* n, size_t i) {
+  if (!c.is_none(n, i) && c.is_const(n, i) && c.f(n, i) > 0 && c.warn)
+    c.warn(std::string(n->kind().toQualString()) + " at " + Ctx::source_of(n) + " has dropout_p=" +
+           std::to_string(c.f(n, i)) + "; the ONNX model computes inference attention without dropout");
+}
+
+// aten::_scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, need_attn_weights,
+//   is_causal) -> (out, weights): PyTorch 1.13's F._scaled_dot_product_attention.
+void sdpa_113(Ctx& c, const TNode* n) {
+  warn_dropout(c, n, 4);
+  auto [out, w] = sdpa(c, n, 3, c.flag(n, 6), std::nullopt);
+  c.out(n, 0, out);
+  c.out(n, 1, w);  // torch 1.13 returns the weights whatever need_attn_weights says
+}
+
+// aten::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, *, scale)
+//   -> out: F.scaled_dot_product_attention of PyTorch 2 (files saved by it load here, see
+//   register_newer_torch_ops).
+void sdpa_2(Ctx& c, const TNode* n) {
+  warn_dropout(c, n, 4);
+  std::optional<double> scale;
+  if (!c.is_none(n, 6)) scale = c.f(n, 6);
+  c.out(n, 0, sdpa(c, n, 3, c.flag(n, 5), scale).first);
+}
+
 }  // namespace
 
 void register_attention_ops(OpTable& t) {
   t["aten::_native_multi_head_attention"] = {native_mha};
   t["aten::_transformer_encoder_layer_fwd"] = {encoder_layer};
+  t["aten::_scaled_dot_product_attention"] = {sdpa_113};
+  t["aten::scaled_dot_product_attention"] = {sdpa_2};
 }
 
 }  // namespace t2o
