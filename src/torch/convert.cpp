@@ -362,8 +362,15 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     if (!ctx.opset_errors.empty()) {
       if (!msg.empty()) msg += "\n";
       msg += "opset " + std::to_string(opts.opset) + " is too old for:";
-      for (const auto& e : ctx.opset_errors) msg += "\n  " + e;
-      if (hint.empty()) hint = "raise --opset";
+      std::set<std::string> seen;
+      int need = opts.opset + 1;
+      for (const auto& e : ctx.opset_errors) {
+        if (!seen.insert(e).second) continue;
+        msg += "\n  " + e;
+        auto k = e.rfind(">= ");
+        if (k != std::string::npos) need = std::max(need, std::atoi(e.c_str() + k + 3));
+      }
+      if (hint.empty()) hint = "convert with --opset " + std::to_string(need) + " or newer";
     }
     throw Error(msg, hint, kExitUnsupported);
   }
