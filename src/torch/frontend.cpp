@@ -18,8 +18,7 @@ namespace t2o {
 
 namespace tj = torch::jit;
 
-PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn,
-                               const std::string& weights) {
+tj::Module load_module(const std::string& path) {
   register_newer_torch_ops();
   tj::Module module;
   try {
@@ -32,6 +31,7 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
                      "save the model with torch.jit.script(m).save(path) or torch.jit.trace(m, x).save(path)");
   } catch (const std::exception& e) {  // jit::ErrorReport: e.g. an op whose library is not loaded
     std::string msg = e.what();
+    msg.erase(0, msg.find_first_not_of(" \n"));
     auto k = msg.find("Unknown builtin op: ");
     if (k != std::string::npos) {
       std::string op = msg.substr(k + 20, msg.find_first_of(".\n", k + 20) - k - 20);
@@ -42,6 +42,12 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
     }
     throw InputError("cannot load TorchScript file '" + path + "': " + msg.substr(0, msg.find('\n')));
   }
+  return module;
+}
+
+PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn,
+                               const std::string& weights) {
+  tj::Module module = load_module(path);
   if (!weights.empty()) load_weights(module, weights, warn);
   // Models saved mid-training convert in eval mode; say which submodules that changes.
   std::vector<std::string> training;

@@ -19,6 +19,10 @@ struct PreparedGraph {
   torch::jit::Module module;
 };
 
+// Loads a TorchScript file on the CPU (ops of newer PyTorch releases registered first). Throws
+// InputError, with a hint, for files libtorch cannot load.
+torch::jit::Module load_module(const std::string& path);
+
 // Throws InputError for files libtorch cannot load. Warnings go to `warn`.
 // `weights`: a state_dict file loaded into the module (strictly) before freezing.
 PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn,

@@ -1,5 +1,7 @@
 #include "torch/inspect_torch.h"
 
+#include "torch/frontend.h"
+
 #include <torch/script.h>
 
 #include "ir/error.h"
@@ -45,14 +47,7 @@ TorchFileReport inspect_torch_file(const std::string& path) {
   TorchFileReport rep;
   rep.file = classify_saved_file(path);
   if (rep.file.kind == SavedFile::Kind::TorchScript) {
-    torch::jit::Module m;
-    try {
-      m = torch::jit::load(path, torch::kCPU);
-    } catch (const c10::Error& e) {
-      std::string msg = e.what_without_backtrace();
-      throw InputError("cannot load TorchScript file '" + path + "': " + msg.substr(0, msg.find('\n')),
-                       "a model that calls custom ops needs their schemas: see `torch2onnx convert --custom-op`");
-    }
+    torch::jit::Module m = load_module(path);
     for (const auto& p : m.named_parameters(true)) rep.tensors.push_back(entry(p.name, p.value));
     for (const auto& b : m.named_buffers(true)) rep.tensors.push_back(entry(b.name, b.value));
     for (const auto& s : m.named_modules())

@@ -16,6 +16,7 @@
 #include "onnx/model_io.h"
 #include "onnx/tensor_io.h"
 #include "torch/convert.h"
+#include "torch/inspect_torch.h"
 
 namespace fs = std::filesystem;
 using namespace t2o;
@@ -234,6 +235,15 @@ TEST(E2ESource, ConvDocStringNamesFixtureFile) {
     EXPECT_EQ(n.doc_string.rfind("zoo_basic.py:", 0), 0u) << n.doc_string;
   }
   EXPECT_GT(convs, 0);
+}
+
+// A file saved by PyTorch 2 (aten::scaled_dot_product_attention) loads for inspect as for convert.
+TEST(E2ESource, PyTorch2FileInspects) {
+  std::string dir = fixture_dir() + "/op_sdpa_torch2";
+  if (!fs::exists(dir + "/model.pt")) GTEST_SKIP() << "no op_sdpa_torch2 fixture";
+  TorchFileReport r = inspect_torch_file(dir + "/model.pt");
+  ASSERT_EQ(r.forward_args.size(), 4u);
+  EXPECT_EQ(r.forward_args[0], "q: Tensor");
 }
 
 // A dynamic output dim that follows a dynamic input dim carries its label, not NAME_dimK.
