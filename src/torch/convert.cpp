@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <optional>
 #include <set>
-#include <variant>
 #include <sstream>
 #include <filesystem>
 
@@ -288,8 +287,8 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
 
   // Example inputs for the profiling runs: one at the given sizes, one with dynamic axes moved.
   at::manual_seed(0);
-  std::vector<FlatInput> flat, flat2;
-  tj::Stack run1, run2;
+  std::vector<FlatInput> flat;
+  tj::Stack run1;
   for (const auto& arg : prep.arguments)
     run1.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat,
                                [](const InputSpec& s) { return random_input(s, s.dims); }));
@@ -304,39 +303,36 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   // Profiling runs the graph on the example inputs. Inputs that do not fit the model get PyTorch's
   // own message and the user's source line. With --dynamic a second run moves the dynamic axes.
   Profile profile;
-  auto profile_run = [&](const tj::Stack& run, const std::vector<FlatInput>& fl,
-                         bool second) -> std::variant<std::vector<c10::IValue>, Error> {
+  auto profile_run = [&](const tj::Stack& run, const std::vector<FlatInput>& fl, bool second) {
     try {
       return profile.run(prep.graph, {run});
     } catch (const std::exception& e) {
       auto [what, where] = torch_failure(e.what());
-      return Error("the model fails on the " + std::string(second ? "resized " : "") + "example inputs (" +
-                       describe_inputs(run, fl) + ")" + (where.empty() ? "" : " at " + where) + ": " + what,
-                   second ? "each --dynamic axis is tried one larger and doubled to learn which dims follow it; "
-                            "mark only axes the model accepts at other sizes"
-                          : "give each input the shape and dtype forward() expects: --input NAME:DIMS[:DTYPE]",
-                   kExitUsage);
+      throw Error("the model fails on the " + std::string(second ? "resized " : "") + "example inputs (" +
+                      describe_inputs(run, fl) + ")" + (where.empty() ? "" : " at " + where) + ": " + what,
+                  second ? "each --dynamic axis is tried one larger and doubled to learn which dims follow it; "
+                           "mark only axes the model accepts at other sizes"
+                         : "give each input the shape and dtype forward() expects: --input NAME:DIMS[:DTYPE]",
+                  kExitUsage);
     }
   };
-  auto first = profile_run(run1, flat, false);
-  if (auto* err = std::get_if<Error>(&first)) throw *err;
-  std::vector<c10::IValue> run1_outputs = std::get<0>(std::move(first));
+  std::vector<c10::IValue> run1_outputs = profile_run(run1, flat, false);
   if (!opts.dynamic.empty()) {
-    std::optional<Error> err;
     for (bool doubled : {false, true}) {
-      run2.clear();
-      flat2.clear();
+      std::vector<FlatInput> flat2;
+      tj::Stack run2;
       at::manual_seed(1);
       for (const auto& arg : prep.arguments)
         run2.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat2, [&](const InputSpec& s) {
           return random_input(s, alternate_dims(s, opts, doubled));
         }));
-      auto second = profile_run(run2, flat2, true);
-      err.reset();
-      if (auto* e = std::get_if<Error>(&second)) err = *e;
-      if (!err) break;
+      try {
+        profile_run(run2, flat2, true);
+        break;
+      } catch (const Error&) {
+        if (doubled) throw;  // a failed run leaves no observations behind; try doubled sizes
+      }
     }
-    if (err) throw *err;
   }
 
   Model& model = result.model;

@@ -6,17 +6,6 @@
 namespace t2o {
 namespace {
 
-std::vector<TV> tensor_list(Ctx& c, const TNode* n, size_t i) {
-  const TV& v = c.in(n, i);
-  if (v.kind == TV::Kind::List) return v.items;
-  if (v.is_const() && v.c.isTensorList()) {
-    std::vector<TV> r;
-    for (const auto& t : v.c.toTensorVector()) r.push_back(TV::constant(t));
-    return r;
-  }
-  throw UnsupportedError("hidden state list of unknown length");
-}
-
 // x @ w^T + b, with an absent bias skipped.
 std::string affine(Ctx& c, const TNode* n, size_t x, size_t w, size_t b, DType t) {
   std::vector<std::string> in{c.t_as(n, x, t), c.t_as(n, w, t)};

@@ -27,6 +27,8 @@ void register_attention_ops(OpTable& t);
 void list_add(Ctx& c, const TNode* n);
 void list_slice(Ctx& c, const TNode* n);
 bool is_list_value(const TNode* n, size_t i);
+// The elements of a list-of-tensors argument (built in the graph or constant); exit 3 otherwise.
+std::vector<TV> tensor_list(Ctx& c, const TNode* n, size_t i);
 // Lists of tensors built in control flow become ONNX sequences (carried by If/Loop from opset 13).
 TV to_sequence(Ctx& c, const TV& list, DType elem);
 void sequence_concat(Ctx& c, const TNode* n, bool new_axis);  // aten::cat / aten::stack on a sequence

@@ -126,23 +126,12 @@ void repeat(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("Tile", {x, c.b.i64s(reps)}));
 }
 
-std::vector<TV> list_items(Ctx& c, const TNode* n, size_t i) {
-  const TV& v = c.in(n, i);
-  if (v.kind == TV::Kind::List) return v.items;
-  if (v.is_const() && v.c.isTensorList()) {
-    std::vector<TV> r;
-    for (const auto& t : v.c.toTensorVector()) r.push_back(TV::constant(t));
-    return r;
-  }
-  throw UnsupportedError(std::string(n->kind().toQualString()) + " on a tensor list of unknown length");
-}
-
 void cat(Ctx& c, const TNode* n) {
   if (c.in(n, 0).sequence) return sequence_concat(c, n, false);
   DType t = c.out_dtype(n);
   int r = c.out_rank(n);
   std::vector<std::string> parts;
-  for (const TV& e : list_items(c, n, 0)) {
+  for (const TV& e : tensor_list(c, n, 0)) {
     // torch.cat skips empty 1-D tensors (legacy behaviour).
     if (e.rank_known && e.shape.size() == 1 && e.shape[0] == 0 && r != 1) continue;
     parts.push_back(c.tensor_as(e, t));
@@ -156,7 +145,7 @@ void stack(Ctx& c, const TNode* n) {
   int r = c.out_rank(n);
   int64_t axis = norm_axis(c.i(n, 1), r);
   std::vector<std::string> parts;
-  for (const TV& e : list_items(c, n, 0)) parts.push_back(c.b.unsqueeze(c.tensor_as(e, t), {axis}));
+  for (const TV& e : tensor_list(c, n, 0)) parts.push_back(c.b.unsqueeze(c.tensor_as(e, t), {axis}));
   c.out(n, parts.size() == 1 ? parts[0] : c.b.concat(parts, axis));
 }
 
@@ -338,6 +327,17 @@ void unflatten(Ctx& c, const TNode* n) {
 }
 
 }  // namespace
+
+std::vector<TV> tensor_list(Ctx& c, const TNode* n, size_t i) {
+  const TV& v = c.in(n, i);
+  if (v.kind == TV::Kind::List) return v.items;
+  if (v.is_const() && v.c.isTensorList()) {
+    std::vector<TV> r;
+    for (const auto& t : v.c.toTensorVector()) r.push_back(TV::constant(t));
+    return r;
+  }
+  throw UnsupportedError(std::string(n->kind().toQualString()) + " on a tensor list of unknown length");
+}
 
 void register_shape_ops(OpTable& t) {
   t["aten::view"] = {reshape};
