@@ -5,7 +5,9 @@
 #   scripts/setup.sh            install missing packages, build into ./build
 #   T2O_CACHE_DIR=DIR           where ONNX Runtime's Node package goes (default ~/.cache/torch2onnx)
 #   T2O_BUILD_DIR=DIR           build folder (default ./build)
-#   T2O_SKIP_INSTALL=1          build only
+#   T2O_SKIP_INSTALL=1          build only (no packages, and no .pth file for the Python package)
+#   T2O_PYTHON_SITE=DIR         where the .pth file making `import torch2onnx` work goes
+#                               (default: Debian python3's site directory, /usr/local/lib/python3.X/dist-packages)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,12 +20,17 @@ PACKAGES=(
   libtorch-dev python3-torch python3-torchvision python3-numpy
   libonnx-dev python3-onnx libonnx-testdata
   libprotobuf-dev protobuf-compiler
-  libdnnl-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  libdnnl-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  pybind11-dev python3-dev python3-pytest python3-yaml python3-torchaudio
   nodejs npm bc
+  graphviz
+  clang-14 libclang-rt-14-dev libomp-14-dev
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 
 install_packages() {
   local missing=()
@@ -39,8 +46,6 @@ install_packages() {
     log "Debian packages: all present"
     return
   fi
-  local SUDO=""
-  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
   log "installing: ${missing[*]}"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
@@ -67,9 +72,25 @@ build() {
   cmake --build "$BUILD_DIR" -j "$(nproc)" >&2
 }
 
+# `import torch2onnx` for Debian's python3: a .pth file in its site directory naming the package
+# folder of the build (the native module and the .py files sit together in $BUILD_DIR/python).
+install_python_path() {
+  local site want
+  want="$(cd "$BUILD_DIR" && pwd)/python"
+  site="${T2O_PYTHON_SITE:-$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')}"
+  if [[ -f $site/torch2onnx.pth && $(cat "$site/torch2onnx.pth") == "$want" ]]; then
+    log "python: torch2onnx importable (from $want)"
+    return
+  fi
+  $SUDO mkdir -p "$site"
+  echo "$want" | $SUDO tee "$site/torch2onnx.pth" >/dev/null
+  log "python: $site/torch2onnx.pth -> $want"
+}
+
 if [[ ${T2O_SKIP_INSTALL:-0} != 1 ]]; then
   install_packages
   install_ort
 fi
 build
+if [[ ${T2O_SKIP_INSTALL:-0} != 1 || -n ${T2O_PYTHON_SITE:-} ]]; then install_python_path; fi
 log "ready: $BUILD_DIR/torch2onnx"
