@@ -1,2 +1,0 @@
-// Graph rewrites (constant folding, elimination, fusion) live in this library.
-namespace t2o {}
