@@ -1,0 +1,209 @@
+// torch2onnx quantize: float ONNX in, int8 standard ONNX out, with an accuracy report (quant/quant.h).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/specs.h"
+#include "onnx/check.h"
+#include "onnx/model_io.h"
+#include "passes/graph_util.h"
+#include "quant/quant.h"
+
+namespace fs = std::filesystem;
+
+namespace t2o::cli {
+
+namespace {
+
+struct QuantizeArgs {
+  std::string input, output, mode, method = "minmax", format = "qdq", exclude, report;
+  std::vector<std::string> calibrate, eval, inputs;
+  double percentile = 99.99;
+  bool per_channel = false, quiet = false;
+  std::optional<double> max_drop;
+  int samples = 8, eval_samples = 8, runs = 5, threads = 0;
+};
+
+std::string mib(int64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
+
+// The checker judges the output; when it fails, the input decides whose fault it is.
+void check_output(const Model& quantized, const Model& input) {
+  try {
+    check_model(quantized);
+  } catch (const InputError& e) {
+    try {
+      check_model(input);
+    } catch (const InputError& in) {
+      throw InputError(std::string("the input model fails the ONNX checker: ") + in.what(), "fix the input model first");
+    }
+    throw Error(std::string("the quantized model fails the ONNX checker: ") + e.what(),
+                "exclude the node named above with --exclude and report the model");
+  }
+}
+
+// "x 1x3x224x224": the sizes of the first set (generated sets all have them).
+std::string set_sizes(const std::vector<InputSet>& sets) {
+  std::string r;
+  if (sets.empty()) return r;
+  for (const auto& [name, t] : sets[0]) r += (r.empty() ? "" : ", ") + name + " " + dims_to_string(t.dims());
+  return r;
+}
+
+nlohmann::json report_json(const QuantizeArgs& a, const QuantizeResult& q, const AccuracyReport& acc,
+                           const std::vector<InputSet>& eval, bool eval_generated, int64_t size_before, int64_t size_after) {
+  nlohmann::json j;
+  j["input"] = a.input;
+  j["output"] = a.output;
+  j["mode"] = a.mode;
+  if (a.mode == "static") j["format"] = a.format, j["method"] = a.method;
+  j["per_channel"] = a.per_channel;
+  j["quantized_nodes"] = q.quantized;
+  j["quantized_by_op"] = q.by_op;
+  j["skipped"] = q.skipped;
+  if (a.mode == "static") j["calibration"] = {{"samples", q.calibration_samples}, {"generated", q.generated_calibration}};
+  nlohmann::json outs = nlohmann::json::array();
+  for (const OutputAccuracy& o : acc.outputs) {
+    nlohmann::json x{{"name", o.name}, {"max_abs", o.max_abs}, {"cosine", o.cosine}};
+    if (o.top1) x["top1_agreement"] = *o.top1, x["top1_rows"] = o.rows, x["float_classes"] = o.classes;
+    outs.push_back(x);
+  }
+  j["accuracy"] = {{"samples", acc.samples}, {"sizes", set_sizes(eval)}, {"generated", eval_generated},
+                   {"outputs", outs},         {"drop", acc.drop()}};
+  j["file_bytes"] = {{"before", size_before}, {"after", size_after}};
+  j["initializer_bytes"] = {{"before", q.initializer_bytes_before}, {"after", q.initializer_bytes_after}};
+  j["latency_ms"] = {{"float", acc.float_ms}, {"quantized", acc.quant_ms}, {"runs", acc.runs}, {"statistic", "median"}};
+  if (a.max_drop) j["max_drop"] = *a.max_drop, j["passed"] = acc.drop() <= *a.max_drop;
+  return j;
+}
+
+void print_report(const QuantizeArgs& a, const QuantizeResult& q, const AccuracyReport& acc,
+                  const std::vector<InputSet>& eval, bool eval_generated, int64_t size_before, int64_t size_after) {
+  std::string ops;
+  for (const auto& [op, n] : q.by_op) ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", n, op);
+  std::printf("wrote %s (%s, %d nodes quantized%s%s)\n", a.output.c_str(), a.mode.c_str(), q.quantized,
+              ops.empty() ? "" : ": ", ops.c_str());
+  for (const std::string& s : q.skipped) std::printf("  left in float: %s\n", s.c_str());
+  std::printf("size      %s -> %s (%.2fx smaller)\n", mib(size_before).c_str(), mib(size_after).c_str(),
+              size_after > 0 ? static_cast<double>(size_before) / static_cast<double>(size_after) : 0.0);
+  std::printf("latency   %.3f ms -> %.3f ms (median of %d runs, torch2onnx runtime)\n", acc.float_ms, acc.quant_ms, acc.runs);
+  std::printf("accuracy  on %d %s input sets (%s), against the float model:\n", acc.samples,
+              eval_generated ? "generated" : "given", set_sizes(eval).c_str());
+  for (const OutputAccuracy& o : acc.outputs) {
+    std::string top1 = o.top1 ? fmt::format("  top-1 agreement {:.2f}% ({} rows, {} distinct float classes)", 100.0 * *o.top1, o.rows,
+                                       o.classes) : "";
+    std::printf("  %-20s max abs diff %.4g  cosine %.6f%s\n", o.name.c_str(), o.max_abs, o.cosine, top1.c_str());
+  }
+}
+
+int quantize_cmd(const QuantizeArgs& a) {
+  if (fs::absolute(a.output) == fs::absolute(a.input))
+    throw Error("the output would overwrite the input model", "choose another name with -o", kExitUsage);
+  if (a.format == "qoperator")
+    throw Error("--format qoperator (QLinearConv, QLinearMatMul) is not implemented yet", "use --format qdq");
+  if (a.mode == "dynamic" && !a.calibrate.empty())
+    throw Error("--calibrate is for --mode static", "dynamic quantization computes activation ranges at run time", kExitUsage);
+  QuantizeOptions o;
+  o.mode = a.mode == "static" ? QuantMode::Static : QuantMode::Dynamic;
+  o.method = a.method == "percentile" ? CalibMethod::Percentile : CalibMethod::MinMax;
+  o.percentile = a.percentile;
+  o.per_channel = a.per_channel;
+  o.exclude = split_list(a.exclude);
+  o.generated_samples = a.samples;
+  o.threads = a.threads;
+  for (const std::string& spec : a.inputs) {
+    InputArg in = parse_input_spec(spec);
+    o.input_sizes[in.name] = in.dims;
+  }
+  o.warn = [](const std::string& w) { print_warning(w); };
+  Model input = load_model(a.input);
+  for (const auto& [name, dims] : o.input_sizes)
+    if (!input.graph.find_input(name) || input.graph.find_initializer(name))
+      throw Error("--input names '" + name + "', which is not an input of the model", "see 'torch2onnx inspect MODEL'",
+                  kExitUsage);
+  if (!a.calibrate.empty()) o.calibration = load_input_sets(input, a.calibrate);
+  std::vector<InputSet> eval;
+  bool eval_generated = a.eval.empty();
+  if (!eval_generated) eval = load_input_sets(input, a.eval);
+  // The float model must stay as loaded: passes may edit subgraphs, which plain copies share.
+  Model m = passes::deep_copy(input);
+  QuantizeResult q = quantize(m, o);
+  if (q.quantized == 0) print_warning("no node was quantized: the model has no Conv/MatMul/Gemm this mode handles");
+  check_output(m, input);
+  // Held out from calibration: another seed than the generated calibration sets.
+  if (eval_generated) eval = generate_input_sets(input, a.eval_samples, o.seed + 1000, a.threads, o.input_sizes);
+  AccuracyReport acc = compare_accuracy(input, m, eval, a.runs, a.threads);
+  save_model(m, a.output);
+  int64_t before = static_cast<int64_t>(fs::file_size(a.input)), after = static_cast<int64_t>(fs::file_size(a.output));
+  if (!a.report.empty()) {
+    std::string text = report_json(a, q, acc, eval, eval_generated, before, after).dump(2) + "\n";
+    if (a.report == "-") std::fputs(text.c_str(), stdout);
+    else write_file_atomic(a.report, text);
+  }
+  if (!a.quiet && a.report != "-") print_report(a, q, acc, eval, eval_generated, before, after);
+  if (a.max_drop && acc.drop() > *a.max_drop) {
+    print_error(fmt::format("accuracy drop {:.4g} exceeds --max-drop {:.4g} (written anyway: {})", acc.drop(), *a.max_drop,
+                            a.output),
+                "exclude sensitive nodes with --exclude, try --per-channel, or calibrate on more representative data");
+    return kExitMismatch;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_quantize(CLI::App& app) {
+  auto a = std::make_shared<QuantizeArgs>();
+  auto* cmd = app.add_subcommand("quantize", "Quantize an ONNX model to int8 (standard ONNX) and report the accuracy.");
+  cmd->footer(
+      "dynamic: constant float32 weights of MatMul/Gemm become int8 (symmetric; per output column with\n"
+      "  --per-channel); activations are quantized at run time: DynamicQuantizeLinear -> MatMulInteger ->\n"
+      "  Cast -> Mul by both scales (-> Add bias). Needs opset 11. Conv stays float.\n"
+      "static: the float model runs on the calibration sets and records the range of every float input of\n"
+      "  Conv/MatMul/Gemm (minmax, or the --percentile share of values); those inputs get QuantizeLinear ->\n"
+      "  DequantizeLinear (uint8, asymmetric) and constant weights are stored as int8 behind a\n"
+      "  DequantizeLinear (symmetric; per output channel with --per-channel, which needs opset 13).\n"
+      "  Biases stay float. Without --calibrate it calibrates on generated random inputs and warns.\n"
+      "Input sets (--calibrate, --eval): a .npy/.pb file for a single-input model (one set, or a stack of\n"
+      "  sets along a new first axis), a folder of such files, a folder with NAME.npy (or input_K.pb) per\n"
+      "  input, or a folder of such folders.\n"
+      "The report compares both models on the torch2onnx runtime on the --eval sets (default: generated\n"
+      "sets, not the calibration ones): per output max |diff| and cosine similarity, top-1 agreement for\n"
+      "outputs shaped [rows, classes]; file sizes; median latency. --max-drop D exits 1 when the top-1\n"
+      "agreement falls by more than D (classifier outputs) or 1 - cosine exceeds D (others); the model is\n"
+      "written either way. The output passes the ONNX checker and is written atomically.\n"
+      "Examples:\n"
+      "  torch2onnx quantize bert.onnx -o bert.int8.onnx --mode dynamic --per-channel\n"
+      "  torch2onnx quantize resnet.onnx -o resnet.int8.onnx --mode static --calibrate calib/ --eval held_out/ \\\n"
+      "      --per-channel --report quant.json --max-drop 0.01");
+  cmd->add_option("IN", a->input, "the float .onnx model")->required();
+  cmd->add_option("-o,--output", a->output, "the .onnx file to write")->required();
+  cmd->add_option("--mode", a->mode, "dynamic or static")->required()->check(CLI::IsMember({"dynamic", "static"}));
+  cmd->add_option("--calibrate", a->calibrate, "static: calibration input sets (.npy/.pb files or folders)");
+  cmd->add_option("--method", a->method, "static: minmax (default) or percentile")
+      ->check(CLI::IsMember({"minmax", "percentile"}));
+  cmd->add_option("--percentile", a->percentile, "percentile: share of values the range keeps (default 99.99)")
+      ->check(CLI::Range(50.0, 100.0));
+  cmd->add_flag("--per-channel", a->per_channel, "one weight scale per output channel (Conv) or column (MatMul/Gemm)");
+  cmd->add_option("--format", a->format, "static: qdq (QuantizeLinear/DequantizeLinear pairs; qoperator is not there yet)")
+      ->check(CLI::IsMember({"qdq", "qoperator"}));
+  cmd->add_option("--exclude", a->exclude, "comma-separated node names or op types to leave in float");
+  cmd->add_option("--samples", a->samples, "static without --calibrate: generated calibration sets (default 8)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--input", a->inputs, "NAME:DIMS: sizes of generated input sets (dynamic dims default to small sizes)");
+  cmd->add_option("--eval", a->eval, "held-out input sets for the accuracy report (default: generated)");
+  cmd->add_option("--eval-samples", a->eval_samples, "generated evaluation sets when --eval is not given (default 8)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--runs", a->runs, "timed runs per model for the latency median (default 5, 0: no timing)")
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--threads", a->threads, "runtime threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--report", a->report, "write the report as JSON to this file, or '-' for stdout");
+  cmd->add_option("--max-drop", a->max_drop, "exit 1 when the accuracy drop exceeds this (e.g. 0.01)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--quiet", a->quiet, "print nothing on success (warnings still go to stderr)");
+  return [a] { return quantize_cmd(*a); };
+}
+
+}  // namespace t2o::cli

@@ -1,0 +1,85 @@
+// Quantized files run in ONNX Runtime (onnxruntime-node) as they run in the torch2onnx runtime.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "onnx/model_io.h"
+#include "onnx/tensor_io.h"
+#include "quant/quant.h"
+#include "quant_models.h"
+
+namespace fs = std::filesystem;
+using namespace t2o;
+using namespace t2o::test;
+
+namespace {
+
+class QuantOrt : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::system("node -e \"require('onnxruntime-node')\" >/dev/null 2>&1") != 0)
+      GTEST_SKIP() << "onnxruntime-node is not installed (NODE_PATH)";
+    dir_ = fs::temp_directory_path() / ("t2o_quant_ort_" + std::to_string(::getpid()));
+    fs::create_directories(dir_ / "in");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `q` in ORT and in our runtime on `set` and compares every output.
+  void same_in_ort(const Model& q, const InputSet& set, double tol) {
+    std::string model = (dir_ / "q.onnx").string();
+    save_model(q, model);
+    std::map<std::string, RValue> feed;
+    int k = 0;
+    for (const ValueInfo* vi : q.graph.runtime_inputs()) {
+      write_npy((dir_ / "in" / ("input_" + std::to_string(k++) + ".npy")).string(), set.at(vi->name));
+      feed[vi->name] = set.at(vi->name);
+    }
+    std::string cmd = "node " + std::string(T2O_ORT_RUN) + " " + model + " " + (dir_ / "in").string() + " " +
+                      (dir_ / "out").string();
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    Session s(q);
+    auto ours = s.run(feed);
+    for (size_t o = 0; o < q.graph.outputs.size(); ++o) {
+      Tensor ort = read_npy((dir_ / "out" / ("output_" + std::to_string(o) + ".npy")).string());
+      const Tensor& mine = ours.at(q.graph.outputs[o].name).tensor;
+      ASSERT_EQ(ort.dims(), mine.dims());
+      double scale = 0;
+      for (int64_t i = 0; i < ort.numel(); ++i) scale = std::max(scale, std::fabs(ort.as_double(i)));
+      for (int64_t i = 0; i < ort.numel(); ++i)
+        ASSERT_NEAR(ort.as_double(i), mine.as_double(i), tol * (1 + scale)) << q.graph.outputs[o].name << " at " << i;
+    }
+  }
+  fs::path dir_;
+};
+
+TEST_F(QuantOrt, DynamicMlp) {
+  for (bool per_channel : {false, true}) {
+    SCOPED_TRACE(per_channel ? "per-channel" : "per-tensor");
+    Model q = mlp();
+    QuantizeOptions o;
+    o.per_channel = per_channel;
+    quantize(q, o);
+    // Integer products are exact on both sides; only the float rescale may round differently.
+    same_in_ort(q, generate_input_sets(mlp(), 1, 77)[0], 1e-5);
+  }
+}
+
+TEST_F(QuantOrt, StaticCnn) {
+  for (bool per_channel : {false, true}) {
+    SCOPED_TRACE(per_channel ? "per-channel" : "per-tensor");
+    Model f = cnn();
+    QuantizeOptions o;
+    o.mode = QuantMode::Static;
+    o.per_channel = per_channel;
+    o.calibration = generate_input_sets(f, 4, 1);
+    Model q = f;
+    quantize(q, o);
+    // The dequantized values are the same on both sides; the float Conv/Gemm after them may round
+    // differently, and a value at a rounding boundary of the next QuantizeLinear may move one step.
+    same_in_ort(q, generate_input_sets(f, 1, 78)[0], 1e-3);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,42 @@
+// Small float models for the quantizer tests, built in C++: an MLP (MatMul + Gemm) and a CNN
+// (two Conv, pooling, Gemm), both ending in class logits.
+#pragma once
+
+#include "passes_support.h"
+
+namespace t2o::test {
+
+// x[batch, 64] -> MatMul 64x128 -> Add -> Relu -> Gemm (transB, 10x128, bias) -> logits[batch, 10]
+inline Model mlp(int64_t opset = 17) {
+  std::mt19937 g(7);
+  ModelBuilder b(opset);
+  b.input("x", {"batch", 64});
+  b.init("w1", random_normal(g, {64, 128}, 0.125f)).init("b1", random_normal(g, {128}, 0.1f));
+  b.init("w2", random_normal(g, {10, 128}, 0.09f)).init("b2", random_normal(g, {10}, 0.1f));
+  b.node("MatMul", {"x", "w1"}, {"h"}, {}, "fc1").node("Add", {"h", "b1"}, {"hb"}, {}, "fc1_bias");
+  b.node("Relu", {"hb"}, {"r"}, {}, "relu1");
+  b.node("Gemm", {"r", "w2", "b2"}, {"logits"}, {Attribute::make_int("transB", 1)}, "fc2");
+  b.output("logits", {"batch", 10});
+  return b.m;
+}
+
+// x[1, 3, 16, 16] -> Conv 16x3x3x3 (pad 1) -> Relu -> Conv 32x16x3x3 (stride 2) -> Relu
+//   -> GlobalAveragePool -> Flatten -> Gemm (transB, 10x32) -> logits[1, 10]
+inline Model cnn(int64_t opset = 17) {
+  std::mt19937 g(11);
+  ModelBuilder b(opset);
+  b.input("x", {1, 3, 16, 16});
+  b.init("w1", random_normal(g, {16, 3, 3, 3}, 0.27f)).init("b1", random_normal(g, {16}, 0.1f));
+  b.init("w2", random_normal(g, {32, 16, 3, 3}, 0.12f)).init("b2", random_normal(g, {32}, 0.1f));
+  b.init("w3", random_normal(g, {10, 32}, 0.25f)).init("b3", random_normal(g, {10}, 0.1f));
+  b.node("Conv", {"x", "w1", "b1"}, {"c1"}, {Attribute::make_ints("pads", {1, 1, 1, 1})}, "conv1");
+  b.node("Relu", {"c1"}, {"r1"}, {}, "relu1");
+  b.node("Conv", {"r1", "w2", "b2"}, {"c2"}, {Attribute::make_ints("strides", {2, 2})}, "conv2");
+  b.node("Relu", {"c2"}, {"r2"}, {}, "relu2");
+  b.node("GlobalAveragePool", {"r2"}, {"p"}, {}, "pool").node("Flatten", {"p"}, {"f"}, {}, "flatten");
+  b.node("Gemm", {"f", "w3", "b3"}, {"logits"}, {Attribute::make_int("transB", 1)}, "fc");
+  b.output("logits", {1, 10});
+  return b.m;
+}
+
+}  // namespace t2o::test
