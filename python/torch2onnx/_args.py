@@ -1,0 +1,309 @@
+"""Example arguments as torch.onnx takes them, and the module that turns them into a TorchScript file.
+
+``args`` is a tensor or a tuple of positional arguments (tensors, nested tuples/lists of tensors,
+or Python values); a trailing dict in the tuple holds keyword arguments, as in torch.onnx. Graph
+inputs are the tensors, flattened depth-first and named like the converter names them (``x``,
+``state.0``, ``state.1``); Python values are baked into the graph as constants: traced, because
+tracing does that; scripted, through a small scripted wrapper that passes them as literals.
+"""
+import inspect
+import linecache
+import os
+
+import torch
+
+from ._errors import UsageError, UnsupportedError
+from ._functions import Routing
+
+
+def split_args(args, kwargs):
+    """(positional tuple, keyword dict) from torch.onnx's args convention."""
+    if isinstance(args, torch.Tensor) or not isinstance(args, tuple):
+        args = (args,)
+    kw = {}
+    if args and isinstance(args[-1], dict):
+        kw.update(args[-1])
+        args = args[:-1]
+    kw.update(kwargs or {})
+    return tuple(args), kw
+
+
+def is_tensor_tree(v):
+    if isinstance(v, torch.Tensor):
+        return True
+    if isinstance(v, (tuple, list)) and v:
+        return all(is_tensor_tree(e) for e in v)
+    return False
+
+
+def flatten(name, value, out):
+    """Appends (converter input name, tensor) for every tensor of value, depth-first."""
+    if isinstance(value, torch.Tensor):
+        out.append((name, value))
+    else:
+        for i, e in enumerate(value):
+            flatten(f"{name}.{i}", e, out)
+    return out
+
+
+def _bind(sig, args, kwargs, what):
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise UsageError(f"the example args do not fit {what}: {e}",
+                         "give args as torch.onnx.export takes them: a tensor, or a tuple of forward()'s arguments "
+                         "(a trailing dict holds keyword arguments)") from None
+    return bound
+
+
+class _Bound(torch.nn.Module):
+    """Calls a module with some arguments fixed to Python values. Shares the module's parameters,
+    buffers and submodules (not a submodule itself), so traced names stay those of the model."""
+
+    def __init__(self, model, call):
+        super().__init__()
+        self._modules = model._modules
+        self._parameters = model._parameters
+        self._buffers = model._buffers
+        self.training = model.training
+        object.__setattr__(self, "_t2o_model", model)
+        object.__setattr__(self, "_t2o_call", call)
+
+
+def _bound_module(model, sig, inputs, constants):
+    """A _Bound whose forward takes `inputs` (names, in order) and passes `constants` too."""
+    names = [n for n, _ in inputs]
+    params = sig.parameters
+
+    def call(*values):
+        given = dict(constants)
+        given.update(zip(names, values))
+        pos = [given.pop(n) for n, p in params.items() if p.kind == p.POSITIONAL_ONLY and n in given]
+        return model(*pos, **given)
+
+    def forward(self, *values):
+        return self._t2o_call(*values)
+
+    forward.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] +
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
+    cls = type("_Bound", (_Bound,), {"forward": forward})
+    return cls(model, call)
+
+
+def _literal(v):
+    if v is None or isinstance(v, (bool, int, str)):
+        return repr(v)
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            return f"float('{v}')"
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        items = ", ".join(_literal(e) for e in v)
+        return f"[{items}]" if isinstance(v, list) else f"({items}{',' if len(v) == 1 else ''})"
+    raise UnsupportedError(f"a {type(v).__name__} argument cannot be baked into a scripted model",
+                           "pass tensors, or Python numbers, bools, strings, None and lists/tuples of them")
+
+
+_wrapper_count = 0
+
+
+def _scripted_with_constants(sm, schema_args, given):
+    """A scripted wrapper calling `sm` with the non-tensor arguments as literals."""
+    global _wrapper_count
+    _wrapper_count += 1
+    params, call = [], []
+    for a in schema_args:
+        if a.name not in given:
+            continue
+        v = given[a.name]
+        if is_tensor_tree(v):
+            params.append(f"{a.name}: {a.type.annotation_str}")
+            call.append(a.name)
+        else:
+            call.append(_literal(v))
+    source = (f"class T2oBound{_wrapper_count}(torch.nn.Module):\n"
+              f"    def __init__(self, inner):\n"
+              f"        super().__init__()\n"
+              f"        self.inner = inner\n\n"
+              f"    def forward(self, {', '.join(params)}):\n"
+              f"        return self.inner({', '.join(call)})\n")
+    # TorchScript reads a class's source through linecache: register it under a file name of ours.
+    filename = f"<torch2onnx constants {_wrapper_count}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope = {"torch": torch}
+    exec(compile("from typing import Any, Dict, List, Optional, Tuple\nfrom torch import Tensor\n", filename, "exec"),
+         scope)
+    exec(compile(source, filename, "exec"), scope)  # noqa: S102 - our generated wrapper, literals only
+    return torch.jit.script(scope[f"T2oBound{_wrapper_count}"](sm))
+
+
+class Prepared:
+    """The TorchScript file for a model and args, and the flattened example inputs."""
+
+    def __init__(self):
+        self.pt_path = None
+        self.inputs = []       # [(converter name, tensor)] in graph-input order
+        self.routing = Routing()
+        self.warnings = []
+        self.notes = []
+
+
+def _mode_dependent(m):
+    """Whether train() changes what the module computes (as far as can be told)."""
+    nn = torch.nn
+    if isinstance(m, torch.jit.ScriptModule):
+        try:
+            return "training" in m.code  # scripted forward code reads self.training
+        except (RuntimeError, AttributeError):
+            return True
+    if isinstance(m, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._NormBase)):
+        return True
+    if isinstance(m, nn.RNNBase) and m.dropout > 0:
+        return True
+    if any(type(h).__name__ == "SpectralNorm" for h in m._forward_pre_hooks.values()):
+        return True
+    if type(m).__module__.startswith("torch."):
+        return False
+    try:
+        return "training" in inspect.getsource(type(m).forward)
+    except (OSError, TypeError):
+        return True
+
+
+def _training_modules(model):
+    return [name or "(root)" for name, m in model.named_modules() if m.training and _mode_dependent(m)]
+
+
+def _spectral_layers(model):
+    return [name or "(root)" for name, m in model.named_modules()
+            if any(type(h).__name__ == "SpectralNorm" for h in m._forward_pre_hooks.values())]
+
+
+def _warn_training(p, model):
+    training = _training_modules(model)
+    if training:
+        listed = ", ".join(training[:8]) + (f", ... ({len(training)} in all)" if len(training) > 8 else "")
+        p.warnings.append("model is in training mode; exporting in eval mode as torch.onnx does (dropout off, "
+                          f"batchnorm uses running stats). Submodules in training mode: {listed}")
+    return bool(training)
+
+
+def prepare(model, args, kwargs, work_dir, script=False):
+    p = Prepared()
+    args, kwargs = split_args(args, kwargs)
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if not os.path.isfile(path):
+            raise UsageError(f"'{path}' is not a file", "pass an nn.Module, a ScriptModule or a TorchScript .pt path")
+        try:
+            model = torch.jit.load(path, map_location="cpu")
+        except Exception as e:  # noqa: BLE001
+            raise UsageError(f"cannot load TorchScript file '{path}': {str(e).splitlines()[0]}") from None
+        p.pt_path = path
+        return _prepare_scripted(p, model, args, kwargs, work_dir, keep_file=True)
+    if isinstance(model, torch.jit.ScriptModule):
+        return _prepare_scripted(p, model, args, kwargs, work_dir)
+    if not isinstance(model, torch.nn.Module):
+        raise UsageError(f"cannot export a {type(model).__name__}",
+                         "pass an nn.Module, a torch.jit.ScriptModule or a TorchScript .pt path")
+    _warn_training(p, model)
+    spectral = _spectral_layers(model)
+    if spectral:
+        p.notes.append(f"spectral norm on {', '.join(spectral)}: each becomes one plain weight "
+                       "(weight_orig / sigma from the stored u, v, as in eval mode)")
+    was_training = model.training
+    model.train(False)
+    try:
+        if script:
+            with p.routing.scripting():
+                try:
+                    sm = torch.jit.script(model)
+                except Exception as e:  # noqa: BLE001
+                    ours = p.routing.explain_script_failure(e)
+                    if ours:
+                        raise ours from None
+                    raise
+            return _prepare_scripted(p, sm, args, kwargs, work_dir)
+        return _prepare_traced(p, model, args, kwargs, work_dir)
+    finally:
+        model.train(was_training)
+
+
+def _prepare_traced(p, model, args, kwargs, work_dir):
+    sig = inspect.signature(model.forward)
+    bound = _bind(sig, args, kwargs, f"{type(model).__name__}.forward")
+    # Tracing names inputs after forward's parameters only when all are plain positional ones.
+    plain = all(q.kind == q.POSITIONAL_OR_KEYWORD for q in sig.parameters.values())
+    if plain and not kwargs and all(is_tensor_tree(a) for a in args):
+        module, example = model, args
+    else:
+        # Python values (and keyword arguments) are passed by a wrapper, so tracing bakes them.
+        inputs, constants = [], {}
+        for name, value in bound.arguments.items():
+            kind = sig.parameters[name].kind
+            items = value.items() if kind == inspect.Parameter.VAR_KEYWORD else [(name, value)]
+            if kind == inspect.Parameter.VAR_POSITIONAL:
+                raise UnsupportedError("forward(*args) with Python values or keyword arguments among the example "
+                                       "args cannot be traced", "pass tensors only, or name forward's arguments")
+            for k, v in items:
+                if is_tensor_tree(v):
+                    inputs.append((k, v))
+                else:
+                    constants[k] = v
+        module = _bound_module(model, sig, inputs, constants)
+        example = tuple(v for _, v in inputs)
+    with p.routing.tracing(), torch.no_grad():
+        try:
+            traced = torch.jit.trace(module, example, check_trace=False, strict=False)
+        except (UsageError, UnsupportedError):
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise UnsupportedError(f"tracing the model failed: {type(e).__name__}: {str(e).splitlines()[0]}",
+                                   "the model must run on the example args; try script=True for data-dependent "
+                                   "control flow") from e
+    # The converter names graph inputs after the traced forward's arguments.
+    schema_names = [a.name for a in traced.forward.schema.arguments[1:]]
+    for value, name in zip(example, schema_names):
+        flatten(name, value, p.inputs)
+    p.pt_path = os.path.join(work_dir, "model.pt")
+    traced.save(p.pt_path)
+    return p
+
+
+def _prepare_scripted(p, sm, args, kwargs, work_dir, keep_file=False):
+    if _warn_training(p, sm):
+        keep_file = False
+    was_training = sm.training
+    sm.train(False)
+    try:
+        return _save_scripted(p, sm, args, kwargs, work_dir, keep_file)
+    finally:
+        sm.train(was_training)
+
+
+def _save_scripted(p, sm, args, kwargs, work_dir, keep_file):
+    schema_args = sm.forward.schema.arguments[1:]
+    sig = inspect.Signature([inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                               default=a.default_value if a.has_default_value() else
+                                               inspect.Parameter.empty) for a in schema_args])
+    bound = _bind(sig, args, kwargs, "the scripted forward")
+    given = dict(bound.arguments)
+    flat = []
+    needs_wrapper = False
+    for a in schema_args:
+        if a.name not in given:
+            continue
+        v = given[a.name]
+        if is_tensor_tree(v):
+            flatten(a.name, v, flat)
+        elif not (a.has_default_value() and a.default_value == v):
+            needs_wrapper = True
+    if needs_wrapper:
+        sm = _scripted_with_constants(sm, schema_args, given).eval()
+        keep_file = False
+    p.inputs = flat
+    if not keep_file:
+        p.pt_path = os.path.join(work_dir, "model.pt")
+        sm.save(p.pt_path)
+    return p

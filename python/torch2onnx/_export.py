@@ -1,0 +1,287 @@
+"""torch2onnx.export and torch2onnx.verify: torch.onnx.export's arguments, torch2onnx's converter."""
+import io
+import os
+import tempfile
+import warnings
+
+import numpy as np
+
+from . import _torch2onnx as _native
+from ._args import prepare
+from ._errors import ConversionWarning, MismatchError, UnsupportedError, UsageError
+
+# torch.onnx.export options that have one meaning here: accepted at the value torch2onnx always
+# uses, refused otherwise (so swapping the import never silently changes what is exported).
+_TORCH_ONNX_FIXED = {
+    "export_params": True,
+    "do_constant_folding": True,
+    "keep_initializers_as_inputs": (None, False),
+    "training": (None, "EVAL", "TrainingMode.EVAL"),
+    "operator_export_type": (None, "ONNX", "OperatorExportTypes.ONNX"),
+    "custom_opsets": None,
+    "export_modules_as_functions": (None, False),
+}
+
+
+class VerifyResult:
+    """The outcome of comparing the ONNX model with PyTorch (`torch2onnx verify`'s report)."""
+
+    def __init__(self, d, names=None):
+        text = d["text"]
+        for temp, shown in (names or {}).items():
+            text = text.replace(temp, shown)
+        self.ok = d["ok"]
+        self.text = text             # the table the CLI prints
+        self.json = d["json"]        # the CLI's --json report (of the first run when there were two)
+        self.outputs = d["outputs"]  # per sample and output: name, ok, max_abs, max_rel, mismatches, verdict
+
+    def _extend(self, other):
+        offset = 1 + max((o["sample"] for o in self.outputs), default=-1)
+        self.ok = self.ok and other.ok
+        self.text += "\n" + other.text
+        self.outputs += [dict(o, sample=o["sample"] + offset) for o in other.outputs]
+
+    def __bool__(self):
+        return bool(self.ok)
+
+    def __repr__(self):
+        worst = max((o["max_abs"] for o in self.outputs), default=0.0)
+        return f"VerifyResult(ok={self.ok}, outputs={len(self.outputs)}, max_abs={worst:.3g})"
+
+
+class ExportResult:
+    """What export wrote and what it found."""
+
+    def __init__(self):
+        self.path = None            # the .onnx path (None when f was a file object)
+        self.warnings = []          # training mode, baked training behaviour, stand-in kernels, ...
+        self.notes = []             # changes that keep the results (spectral norm folded, widened types, ...)
+        self.input_names = []
+        self.output_names = []
+        self.opset = None
+        self.verification = None    # VerifyResult when verify=True
+        self.optimization = None    # the optimizer's report when it ran, else None
+        self.triton = None          # paths of the Triton bundle when triton_repo was given
+
+    def __repr__(self):
+        v = "" if self.verification is None else f", verified={self.verification.ok}"
+        return (f"ExportResult(path={self.path!r}, inputs={self.input_names}, outputs={self.output_names}, "
+                f"warnings={len(self.warnings)}{v})")
+
+
+def _check_torch_onnx_options(options):
+    for key, value in options.items():
+        if key not in _TORCH_ONNX_FIXED and key != "verbose":
+            raise TypeError(f"export() got an unexpected keyword argument '{key}'")
+        allowed = _TORCH_ONNX_FIXED.get(key)
+        if key == "verbose" or value == allowed or (isinstance(allowed, tuple) and
+                                                    (value in allowed or str(value) in allowed)):
+            continue
+        raise UsageError(f"torch.onnx option {key}={value!r} is not supported by torch2onnx",
+                         f"leave {key} out: torch2onnx always exports " +
+                         ("with parameters as initializers, folded constants, in eval mode, as standard ONNX"))
+
+
+def _dynamic_specs(dynamic_axes, input_names):
+    """Splits torch.onnx's dynamic_axes into {input: {axis: label}} and {other name: (labels,
+    given)}; list forms get torch.onnx's labels (NAME_dynamic_axes_K), which for outputs only
+    name axes the conversion left static (its symbolic dims already say which follow an input)."""
+    ins, outs = {}, {}
+    for name, axes in (dynamic_axes or {}).items():
+        if isinstance(axes, dict):
+            labels = {int(a): str(l) for a, l in axes.items()}
+            given = True
+        elif isinstance(axes, (list, tuple)):
+            labels = {int(a): f"{name}_dynamic_axes_{k + 1}" for k, a in enumerate(axes)}
+            given = False
+        else:
+            raise UsageError(f"dynamic_axes['{name}'] must be a list of axes or a dict axis -> label",
+                             "e.g. dynamic_axes={'x': {0: 'batch'}} or {'x': [0]}")
+        if name in input_names:
+            ins[name] = labels
+        else:
+            outs[name] = (labels, given)
+    return ins, outs
+
+
+def _numpy(t):
+    t = t.detach().cpu()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    return t.numpy()
+
+
+_DTYPE_NAMES = {"torch.float32": "f32", "torch.float64": "f64", "torch.float16": "f16", "torch.int64": "i64",
+                "torch.int32": "i32", "torch.int16": "i16", "torch.int8": "i8", "torch.uint8": "u8", "torch.bool": "bool"}
+
+
+def _describe(model, script):
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model)
+    import torch
+    how = "scripted" if script or isinstance(model, torch.jit.ScriptModule) else "traced"
+    return f"{type(model).__name__} ({how})"
+
+
+def _run_verify(prep, onnx_file, shown_onnx, model, script, work, dynamic, samples=1, **options):
+    """verify_model on the example args; further samples use generated inputs of their sizes
+    (resized along the symbolic dims), since given values would repeat in every sample."""
+    names = {prep.pt_path: _describe(model, script), onnx_file: shown_onnx}
+    first = VerifyResult(_native.verify(prep.pt_path, onnx_file, data_files=_write_npy(work, prep.inputs),
+                                        dynamic=dynamic, samples=1, warn=lambda w: None, **options), names)
+    if samples > 1:
+        specs = [(n, list(t.shape), _DTYPE_NAMES.get(str(t.dtype), str(t.dtype))) for n, t in prep.inputs]
+        first._extend(VerifyResult(_native.verify(prep.pt_path, onnx_file, inputs=specs, dynamic=dynamic,
+                                                  samples=samples - 1, warn=lambda w: None, **options), names))
+    return first
+
+
+def _write_npy(work, inputs):
+    files = {}
+    for k, (name, t) in enumerate(inputs):
+        path = os.path.join(work, f"input_{k}.npy")
+        np.save(path, _numpy(t))
+        files[name] = path
+    return files
+
+
+def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=None, opset_version=17,
+           kwargs=None, verify=False, optimize=True, custom_ops=None, report=None, script=False, plugins=None,
+           weights=None, rtol=1e-3, atol=1e-4, triton_repo=None, max_batch=None, **torch_onnx_options):
+    """Exports a PyTorch model to ONNX through torch2onnx's converter, with torch.onnx.export's
+    arguments (so ``import torch2onnx as onnx_export`` can stand in for ``torch.onnx``).
+
+    model: an nn.Module (traced on `args`, as torch.onnx does; scripted with ``script=True``), a
+      torch.jit.ScriptModule (used as it is) or the path of a TorchScript .pt file.
+    args: a tensor or a tuple of forward()'s arguments: tensors, nested tuples/lists of tensors and
+      Python values (baked in as constants); a trailing dict holds keyword arguments. These real
+      values are what the converter runs the model on to learn shapes.
+    f: the .onnx path, or a binary file object (e.g. io.BytesIO) that receives the bytes.
+    input_names / output_names: names for the flattened inputs / outputs, in order.
+    dynamic_axes: {name: [axes]} or {name: {axis: label}} for inputs and outputs.
+    verify: compare with PyTorch (the `torch2onnx verify` code path); a mismatch raises
+      MismatchError after the model is written. optimize: run the ONNX optimizer when this build
+      has one (a no-op otherwise). custom_ops: 'SCHEMA=DOMAIN::OP' strings for torch custom ops
+      (as --custom-op). plugins: runtime plugin .so files with kernels for custom ONNX ops.
+    triton_repo: also write a Triton model repository entry and a KServe manifest (max_batch as
+      convert --max-batch). Returns an ExportResult.
+    """
+    _check_torch_onnx_options(torch_onnx_options)
+    if report is not None:
+        raise UnsupportedError("HTML reports are not part of this build of torch2onnx",
+                               "leave report out; the warnings, notes and verification are on the returned result")
+    if not isinstance(opset_version, int) or not 9 <= opset_version <= 17:
+        raise UsageError(f"opset {opset_version} is not supported", "choose an opset_version from 9 to 17")
+    to_file = isinstance(f, (str, os.PathLike))
+    if not to_file and not (isinstance(f, io.IOBase) or hasattr(f, "write")):
+        raise UsageError(f"f must be a path or a binary file object, not {type(f).__name__}")
+    for p in plugins or []:
+        _native.load_plugin(os.fspath(p))
+    result = ExportResult()
+
+    def warn(message):
+        result.warnings.append(message)
+        warnings.warn(message, ConversionWarning, stacklevel=3)
+
+    with tempfile.TemporaryDirectory(prefix="torch2onnx-") as work:
+        prep = prepare(model, args, kwargs, work, script=script)
+        for w in prep.warnings:
+            warn(w)
+        result.notes += prep.notes
+        names = [n for n, _ in prep.inputs]
+        final_inputs = list(input_names or [])
+        if len(final_inputs) > len(names):
+            raise UsageError(f"{len(final_inputs)} input_names for {len(names)} tensor inputs "
+                             f"({', '.join(names)})", "give one name per tensor in args, flattened depth-first")
+        final_inputs += names[len(final_inputs):]
+        by_final = dict(zip(final_inputs, names))
+        out_names = list(output_names or [])
+        ins_dyn, outs_dyn = _dynamic_specs(dynamic_axes, final_inputs)
+        conv = _native.convert(
+            prep.pt_path, opset=opset_version,
+            data={n: _numpy(t) for n, t in prep.inputs},
+            dynamic={by_final[n]: axes for n, axes in ins_dyn.items()},
+            output_names=out_names, custom_ops=prep.routing.specs + list(custom_ops or []),
+            plugins=[os.fspath(p) for p in plugins or []], weights=os.fspath(weights) if weights else "",
+            warn=warn)
+        for w in conv.warnings:
+            if w not in result.warnings:
+                result.warnings.append(w)
+        result.notes += conv.notes
+        if optimize and _native.has_optimizer:
+            result.optimization = conv.optimize({n: _numpy(t) for n, t in prep.inputs}, warn)
+        if verify:
+            onnx_tmp = os.path.join(work, "model.onnx")
+            conv.save(onnx_tmp)
+            shown = os.fspath(f) if to_file else "the exported model"
+            result.verification = _run_verify(prep, onnx_tmp, shown, model, script, work,
+                                              {by_final[n]: axes for n, axes in ins_dyn.items()}, rtol=rtol,
+                                              atol=atol)
+        if input_names:
+            conv.rename_inputs(final_inputs)
+        shapes = {o[0]: o[2] for o in conv.outputs}
+        for name, (labels, given) in outs_dyn.items():
+            if name not in shapes:
+                raise UsageError(f"dynamic_axes names '{name}', which is neither an input nor an output",
+                                 f"inputs: {', '.join(final_inputs)}; outputs: {', '.join(shapes)}")
+            current = shapes[name]
+            # List form: the converter's symbolic dims already say which outputs follow which input.
+            wanted = {a: l for a, l in labels.items()
+                      if given or not -len(current) <= a < len(current) or isinstance(current[a], int)}
+            for axis in conv.set_output_dims(name, wanted):
+                result.notes.append(f"output '{name}' axis {axis} was static ({current[axis]}) in the conversion; "
+                                    f"labelled '{wanted.get(axis, wanted.get(axis - len(current)))}' as "
+                                    "dynamic_axes asks")
+        result.input_names = [i[0] for i in conv.inputs]
+        result.output_names = [o[0] for o in conv.outputs]
+        result.opset = conv.opset
+        if to_file:
+            result.path = os.fspath(f)
+            conv.save(result.path)
+        else:
+            f.write(conv.to_bytes())
+        if triton_repo is not None:
+            name = _native.serving_name(result.path or "model.onnx")
+            result.triton = conv.write_triton(os.fspath(triton_repo), name, -1 if max_batch is None else max_batch)
+    if result.verification is not None and not result.verification.ok:
+        where = result.path or "the file object"
+        err = MismatchError(f"the exported model does not match PyTorch ({where} was still written)",
+                            "see the table in .result.verification.text; "
+                            "torch2onnx.verify(..., locate=True) names the first diverging node")
+        err.result = result
+        raise err
+    return result
+
+
+def verify(model, onnx_path, args, *, kwargs=None, script=False, samples=1, rtol=1e-3, atol=1e-4, locate=False,
+           backend="t2o", dynamic_axes=None, seed=0, plugins=None):
+    """Compares an ONNX model with the PyTorch model it came from, on `args` (torch.onnx's form)
+    and, with samples > 1, on generated inputs resized along the ONNX model's symbolic dims.
+
+    The model is prepared as export prepares it; backend is "t2o" (torch2onnx's runtime) or "ort"
+    (ONNX Runtime through its Node package). Returns a VerifyResult (truthy when it matches).
+    """
+    for p in plugins or []:
+        _native.load_plugin(os.fspath(p))
+    with tempfile.TemporaryDirectory(prefix="torch2onnx-") as work:
+        prep = prepare(model, args, kwargs, work, script=script)
+        names = [n for n, _ in prep.inputs]
+        info = _native.load_model_info(os.fspath(onnx_path))
+        onnx_inputs = [i[0] for i in info.inputs]
+        if len(onnx_inputs) != len(names):
+            raise UsageError(f"the ONNX model has {len(onnx_inputs)} inputs but args hold {len(names)} tensors",
+                             "pass the args the model was exported with")
+        target = os.fspath(onnx_path)
+        if onnx_inputs != names:
+            # Exported with input_names: verify a copy under the names the model's arguments have.
+            info.rename_inputs(names)
+            target = os.path.join(work, "model.onnx")
+            info.save(target)
+        by_onnx = dict(zip(onnx_inputs, names))
+        dyn = {}
+        for name, axes in (dynamic_axes or {}).items():
+            if name in by_onnx:
+                dyn[by_onnx[name]] = ({int(a): str(l) for a, l in axes.items()} if isinstance(axes, dict)
+                                      else {int(a): f"{name}_dynamic_axes_{k + 1}" for k, a in enumerate(axes)})
+        return _run_verify(prep, target, os.fspath(onnx_path), model, script, work, dyn, samples=samples, rtol=rtol,
+                           atol=atol, locate=locate, backend=backend, seed=seed)

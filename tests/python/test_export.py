@@ -1,0 +1,193 @@
+"""torch2onnx.export with torch.onnx.export's arguments: the forms of args, names, dynamic_axes,
+file objects, traced / scripted / saved models, Python values baked as constants, verification."""
+import io
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+import ort
+import torch2onnx
+
+
+def dims(vi):
+    return [d.dim_param if d.dim_param else d.dim_value for d in vi.type.tensor_type.shape.dim]
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 16)
+        self.drop = torch.nn.Dropout(0.5)
+        self.fc2 = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+
+def run(path, *inputs):
+    return torch2onnx.InferenceSession(path).run(None, dict(zip(
+        [i.name for i in torch2onnx.InferenceSession(path).get_inputs()], inputs)))
+
+
+def test_names_and_dynamic_axes_in_both_forms(tmp_path):
+    torch.manual_seed(0)
+    m = Mlp().eval()
+    x = torch.randn(4, 6)
+    p = tmp_path / "mlp.onnx"
+    r = torch2onnx.export(m, x, p, input_names=["features"], output_names=["scores"],
+                          dynamic_axes={"features": {0: "batch"}, "scores": {0: "batch"}}, opset_version=13)
+    g = onnx.load(p).graph
+    assert [i.name for i in g.input] == ["features"] and [o.name for o in g.output] == ["scores"]
+    assert dims(g.input[0]) == ["batch", 6] and dims(g.output[0]) == ["batch", 3]
+    assert onnx.load(p).opset_import[0].version == 13
+    assert r.path == str(p) and r.input_names == ["features"] and r.output_names == ["scores"]
+    x5 = torch.randn(5, 6)
+    (got,) = run(p, x5.numpy())
+    np.testing.assert_allclose(got, m(x5).detach().numpy(), rtol=1e-4, atol=1e-5)
+    # verify matches inputs by position (the model was exported with input_names); samples after the
+    # first are generated along the symbolic batch.
+    v = torch2onnx.verify(m, p, x, samples=3)
+    assert v.ok and sorted({o["sample"] for o in v.outputs}) == [0, 1, 2]
+    assert "Mlp (traced)" in v.text and str(p) in v.text and "torch2onnx-" not in v.text
+    # List form: torch.onnx's labels for inputs; the output keeps the dim that follows the input.
+    p2 = tmp_path / "mlp_list.onnx"
+    torch2onnx.export(m, (x,), p2, input_names=["x"], output_names=["y"], dynamic_axes={"x": [0], "y": [0]})
+    g2 = onnx.load(p2).graph
+    assert dims(g2.input[0]) == ["x_dynamic_axes_1", 6]
+    assert dims(g2.output[0]) == ["x_dynamic_axes_1", 3]
+
+
+def test_train_mode_model_exports_eval_semantics_with_a_warning(tmp_path):
+    torch.manual_seed(1)
+    m = Mlp()  # in train(): dropout active
+    x = torch.randn(3, 6)
+    with pytest.warns(torch2onnx.ConversionWarning, match="training mode"):
+        r = torch2onnx.export(m, (x,), tmp_path / "t.onnx")
+    assert m.training, "export must leave the model's mode as it was"
+    assert any("drop" in w for w in r.warnings)
+    (got,) = run(r.path, x.numpy())
+    np.testing.assert_allclose(got, m.eval()(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_file_object_and_verify(tmp_path):
+    m = Mlp().eval()
+    buf = io.BytesIO()
+    r = torch2onnx.export(m, (torch.randn(2, 6),), buf, verify=True)
+    assert r.path is None and r.verification.ok and r.verification.outputs[0]["max_abs"] < 1e-5
+    assert "output" in r.verification.text
+    model = onnx.load_from_string(buf.getvalue())
+    onnx.checker.check_model(model)
+
+
+class Tupled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = torch.nn.GRUCell(4, 5)
+
+    def forward(self, x, state, scale: float = 1.0, mode: str = "sum"):
+        h = self.cell(x, state[0])
+        out = h * scale + state[1]
+        return (out.sum(1) if mode == "sum" else out.mean(1)), [h, out]
+
+
+def test_nested_args_python_values_and_kwargs_traced(tmp_path):
+    torch.manual_seed(2)
+    m = Tupled().eval()
+    x, h, b = torch.randn(2, 4), torch.randn(2, 5), torch.randn(2, 5)
+    p = tmp_path / "tupled.onnx"
+    # A trailing dict holds keyword arguments; Python values are baked in as constants.
+    r = torch2onnx.export(m, (x, (h, b), {"scale": 0.5, "mode": "mean"}), p)
+    assert r.input_names == ["x", "state.0", "state.1"]
+    assert r.output_names == ["output.0", "output.1", "output.2"]
+    got = torch2onnx.InferenceSession(p).run(None, {"x": x.numpy(), "state.0": h.numpy(), "state.1": b.numpy()})
+    with torch.no_grad():
+        want = m(x, (h, b), scale=0.5, mode="mean")
+    for g, w in zip(got, [want[0], *want[1]]):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
+    # The same through kwargs=, under input names of our own.
+    r2 = torch2onnx.export(m, (x, (h, b)), tmp_path / "t2.onnx", kwargs={"scale": 2.0}, input_names=["a", "b", "c"])
+    assert r2.input_names == ["a", "b", "c"]
+    got2 = torch2onnx.InferenceSession(r2.path).run(["output.0"], {"a": x.numpy(), "b": h.numpy(), "c": b.numpy()})
+    np.testing.assert_allclose(got2[0], m(x, (h, b), scale=2.0)[0].detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert torch2onnx.verify(m, r2.path, (x, (h, b)), kwargs={"scale": 2.0}).ok
+
+
+class Looping(torch.nn.Module):
+    def forward(self, x, steps: int, offset: float = 0.0):
+        for _ in range(steps):
+            x = torch.tanh(x) + offset
+        return x
+
+
+def test_scripted_with_python_values_and_script_modules(tmp_path):
+    x = torch.randn(3, 4)
+    r = torch2onnx.export(Looping(), (x, 3, 0.25), tmp_path / "loop.onnx", script=True, verify=True)
+    assert r.input_names == ["x"] and r.verification.ok
+    (got,) = run(r.path, x.numpy())
+    np.testing.assert_allclose(got, Looping()(x, 3, 0.25).numpy(), rtol=1e-5, atol=1e-6)
+    # A ScriptModule as it is, and the .pt file it saves to.
+    sm = torch.jit.script(Looping())
+    r2 = torch2onnx.export(sm, (x, 2), tmp_path / "loop2.onnx")
+    np.testing.assert_allclose(run(r2.path, x.numpy())[0], Looping()(x, 2).numpy(), rtol=1e-5, atol=1e-6)
+    sm.save(str(tmp_path / "loop.pt"))
+    r3 = torch2onnx.export(str(tmp_path / "loop.pt"), (x, 2), tmp_path / "loop3.onnx", input_names=["inp"])
+    assert r3.input_names == ["inp"]
+    np.testing.assert_allclose(run(r3.path, x.numpy())[0], Looping()(x, 2).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_matches_onnx_runtime_with_a_dynamic_batch(tmp_path):
+    torch.manual_seed(3)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3, stride=2), torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
+                            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(6, 2)).eval()
+    p = tmp_path / "cnn.onnx"
+    torch2onnx.export(m, torch.randn(1, 3, 16, 16), p, input_names=["img"], dynamic_axes={"img": {0: "n"}})
+    x = torch.randn(3, 3, 16, 16)
+    (got,) = ort.run(p, [x.numpy()])
+    np.testing.assert_allclose(got, m(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_clear_errors(tmp_path):
+    m = Mlp().eval()
+    with pytest.raises(torch2onnx.UsageError, match="do not fit Mlp.forward") as e:
+        torch2onnx.export(m, (torch.randn(2, 6), torch.randn(2)), tmp_path / "x.onnx")
+    assert e.value.exit_code == 2
+    with pytest.raises(torch2onnx.UsageError, match="fails on the example inputs") as e:
+        torch2onnx.export(torch.jit.script(m), (torch.randn(2, 5),), tmp_path / "x.onnx")
+    assert e.value.hint
+    with pytest.raises(torch2onnx.UsageError, match="opset 8"):
+        torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", opset_version=8)
+    with pytest.raises(torch2onnx.UsageError, match="neither an input nor an output"):
+        torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", dynamic_axes={"nope": [0]})
+    with pytest.raises(torch2onnx.UsageError, match="export_params=False"):
+        torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", export_params=False)
+    torch2onnx.export(m, torch.randn(1, 6), tmp_path / "ok.onnx", do_constant_folding=True, verbose=False)
+    assert not (tmp_path / "x.onnx").exists()
+
+
+def test_verify_reports_a_mismatch(tmp_path):
+    torch.manual_seed(4)
+    m = Mlp().eval()
+    x = torch.randn(2, 6)
+    r = torch2onnx.export(m, x, tmp_path / "m.onnx")
+    with torch.no_grad():
+        m.fc2.bias += 1.0  # the PyTorch model moves away from the exported one
+    v = torch2onnx.verify(m, r.path, x)
+    assert not v.ok and not v
+    assert v.outputs[0]["max_abs"] == pytest.approx(1.0, rel=1e-4)
+
+
+class ListIn(torch.nn.Module):
+    def forward(self, xs, y=None, *, k: int = 2):
+        return xs[0] + xs[1] * k + (0 if y is None else y)
+
+
+def test_list_args_optional_tensors_and_keyword_only_parameters(tmp_path):
+    x0, x1, y = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+    r = torch2onnx.export(ListIn(), ([x0, x1],), tmp_path / "l.onnx")
+    assert r.input_names == ["xs.0", "xs.1"]
+    (got,) = torch2onnx.InferenceSession(r.path).run(None, {"xs.0": x0.numpy(), "xs.1": x1.numpy()})
+    np.testing.assert_allclose(got, (x0 + 2 * x1).numpy(), rtol=1e-6)
+    r2 = torch2onnx.export(ListIn(), ([x0, x1], {"y": y, "k": 5}), tmp_path / "l2.onnx", verify=True)
+    assert r2.input_names == ["xs.0", "xs.1", "y"] and r2.verification.ok
