@@ -167,20 +167,32 @@ std::string Builder::pad(const std::string& x, const std::vector<int64_t>& pads,
 }
 
 std::vector<std::string> Builder::topk(const std::string& x, int64_t k, int64_t axis, bool largest, bool sorted) {
+  // Before opset 11 TopK always sorts, which sorted=False allows; before 10 k is an attribute.
+  if (opset_ < 10) {
+    if (!largest) {  // no `largest` attribute yet: the smallest of x are the largest of -x
+      auto r = topk(op1("Neg", {x}), k, axis, true, sorted);
+      r[0] = op1("Neg", {r[0]});
+      return r;
+    }
+    return op("TopK", {x}, {Attribute::make_int("k", k), Attribute::make_int("axis", axis)}, 2);
+  }
+  return topk_dyn(x, i64s({k}), axis, largest, sorted);
+}
+
+std::vector<std::string> Builder::topk_dyn(const std::string& x, const std::string& k, int64_t axis, bool largest,
+                                           bool sorted) {
+  require(10, "TopK with a computed k");
   if (opset_ < 11 && !largest) {
-    // No `largest` attribute yet: the smallest of x are the largest of -x.
-    auto r = topk(op1("Neg", {x}), k, axis, true, sorted);
+    auto r = topk_dyn(op1("Neg", {x}), k, axis, true, sorted);
     r[0] = op1("Neg", {r[0]});
     return r;
   }
-  // Before opset 11 TopK always sorts, which sorted=False allows.
-  if (opset_ < 10) return op("TopK", {x}, {Attribute::make_int("k", k), Attribute::make_int("axis", axis)}, 2);
   std::vector<Attribute> attrs{Attribute::make_int("axis", axis)};
   if (opset_ >= 11) {
     attrs.push_back(Attribute::make_int("largest", largest));
     attrs.push_back(Attribute::make_int("sorted", sorted));
   }
-  return op("TopK", {x, i64s({k})}, attrs, 2);
+  return op("TopK", {x, k}, attrs, 2);
 }
 
 std::string Builder::softmax(const std::string& op, const std::string& x, int64_t axis, int rank) {

@@ -70,6 +70,9 @@ class Builder {
   std::string pad(const std::string& x, const std::vector<int64_t>& pads, const std::string& mode, double value,
                   DType t);
   std::vector<std::string> topk(const std::string& x, int64_t k, int64_t axis, bool largest, bool sorted);
+  // k a 1-D int64 tensor name (computed); needs opset 10.
+  std::vector<std::string> topk_dyn(const std::string& x, const std::string& k, int64_t axis, bool largest,
+                                    bool sorted);
   std::string softmax(const std::string& op, const std::string& x, int64_t axis, int rank);
   std::string shape_of(const std::string& x);
   // 0-d int64 size of dimension `axis` of x.

@@ -7,10 +7,13 @@
 #include <set>
 
 #include "torch/ops/ops.h"
+#include "torch/weights.h"
 
 namespace t2o {
 
 Tensor tensor_from_torch(const at::Tensor& src) {
+  // A view past its storage (a truncated file) would be copied from beyond the buffer.
+  check_tensor_storage(src, "weight");
   at::Tensor t = src.contiguous();
   DType d = dtype_from_scalar_type(t.scalar_type());
   if (d == DType::Undefined) throw UnsupportedError("tensor of type " + std::string(c10::toString(t.scalar_type())));
@@ -60,6 +63,18 @@ static void fill_from_observed(TV& tv, const Observed* o) {
 
 void Ctx::set(const TValue* v, TV tv) {
   fill_from_observed(tv, prof_.get(v));
+  // Never executed while profiling (a branch the example inputs did not take): the promoted type
+  // of the producing node's tensor operands, which holds for the indexing and elementwise ops such
+  // branches mostly contain.
+  if (tv.kind == TV::Kind::Tensor && tv.dtype == DType::Undefined && v->node() && v->type()->cast<c10::TensorType>()) {
+    DType t = DType::Undefined;
+    for (const TValue* in : v->node()->inputs()) {
+      auto it = vals_.find(in);
+      if (it != vals_.end() && it->second.kind == TV::Kind::Tensor && !it->second.number)
+        t = promote_dtypes(t, it->second.dtype);
+    }
+    tv.dtype = t;
+  }
   vals_[v] = std::move(tv);
 }
 
@@ -69,6 +84,34 @@ const c10::IValue& Ctx::cval(const TNode* n, size_t i) const {
     throw UnsupportedError(std::string(n->kind().toQualString()) + " with a computed (non-constant) argument " +
                            std::to_string(i));
   return v.c;
+}
+
+std::optional<size_t> Ctx::arg_index(const TNode* n, const std::string& name) {
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  if (!schema) return std::nullopt;
+  auto k = schema->argumentIndexWithName(name);
+  if (!k || static_cast<size_t>(*k) >= n->inputs().size()) return std::nullopt;
+  return static_cast<size_t>(*k);
+}
+
+const TV* Ctx::arg(const TNode* n, const std::string& name) const {
+  auto k = arg_index(n, name);
+  return k ? &in(n, *k) : nullptr;
+}
+
+int64_t Ctx::i(const TNode* n, const std::string& name, int64_t dflt) const {
+  auto k = arg_index(n, name);
+  return !k || is_none(n, *k) ? dflt : i(n, *k);
+}
+
+double Ctx::f(const TNode* n, const std::string& name, double dflt) const {
+  auto k = arg_index(n, name);
+  return !k || is_none(n, *k) ? dflt : f(n, *k);
+}
+
+bool Ctx::flag(const TNode* n, const std::string& name, bool dflt) const {
+  auto k = arg_index(n, name);
+  return !k || is_none(n, *k) ? dflt : flag(n, *k);
 }
 
 std::vector<int64_t> Ctx::ints(const TNode* n, size_t i) const {
@@ -132,6 +175,7 @@ std::string Ctx::tensor(const TV& v) {
   switch (v.kind) {
     case TV::Kind::Tensor:
       if (v.sequence) throw UnsupportedError("a list of tensors (ONNX sequence) used as one tensor");
+      if (v.packed) throw UnsupportedError("the data of a packed sequence used other than by an RNN or pad_packed_sequence");
       return v.name;
     case TV::Kind::Const: {
       const c10::IValue& c = v.c;
@@ -214,7 +258,8 @@ namespace {
 std::optional<std::pair<std::string, size_t>> file_line(torch::jit::SourceRange range) {
   if (auto orig = range.findSourceRangeThatGenerated()) range = *orig;
   auto flc = range.file_line_col();
-  if (!flc) return std::nullopt;
+  // Code compiled from a string (builtins such as torch.functional's) has no file: not a place.
+  if (!flc || std::get<0>(*flc).empty()) return std::nullopt;
   return std::make_pair(std::get<0>(*flc), std::get<1>(*flc));
 }
 
@@ -246,6 +291,18 @@ std::string Ctx::source_of(const TNode* n) {
   auto slash = file.find_last_of('/');
   if (slash != std::string::npos) file = file.substr(slash + 1);
   return file + ":" + std::to_string(pick.second);
+}
+
+std::string Ctx::module_of(const TNode* n) {
+  std::string path;
+  if (auto cs = n->callstack())
+    for (const auto& entry : (*cs)->vec()) {
+      const auto& info = std::get<2>(entry);
+      if (!info || info->instance_name().empty()) continue;
+      if (!path.empty()) path += '.';
+      path += info->instance_name();
+    }
+  return path;
 }
 
 void Ctx::convert_block(torch::jit::Block* block) {
@@ -283,7 +340,45 @@ bool Ctx::try_fold(TNode* n) {
   return true;
 }
 
+namespace {
+
+// Ops whose output shares the input's storage in torch: a later in-place write to either is seen
+// by the other.
+bool is_view_op(const std::string& kind) {
+  static const std::set<std::string> views{
+      "aten::slice", "aten::select", "aten::narrow", "aten::view", "aten::reshape", "aten::_reshape_alias",
+      "aten::flatten", "aten::unflatten", "aten::unsqueeze", "aten::squeeze", "aten::view_as", "aten::reshape_as",
+      "aten::transpose", "aten::permute", "aten::t", "aten::swapaxes", "aten::expand", "aten::expand_as",
+      "aten::detach", "aten::alias", "aten::split", "aten::chunk", "aten::unbind", "aten::movedim"};
+  return views.count(kind) != 0;
+}
+
+}  // namespace
+
 void Ctx::convert_node(TNode* n) {
+  convert_node_impl(n);
+  if (!n->inputs().empty() && is_view_op(n->kind().toQualString()) && n->input(0)->type()->kind() == c10::TypeKind::TensorType)
+    views_[n->input(0)].push_back(n);
+}
+
+// After `base` got new values, every view taken of it earlier is taken again (and views of those),
+// so that reads through an alias see the write, as in torch.
+void Ctx::rederive_views(const TValue* base, const TNode* except) {
+  auto it = views_.find(base);
+  if (it == views_.end()) return;
+  std::vector<TNode*> vs = it->second;
+  for (TNode* vn : vs) {
+    if (vn == except || vn->owningBlock() != except->owningBlock()) continue;
+    const std::string kind = vn->kind().toQualString();
+    auto e = op_table().find(kind);
+    if (e == op_table().end()) continue;
+    b.set_origin(source_of(vn), kind);
+    e->second.fn(*this, vn);
+    for (const TValue* o : vn->outputs()) rederive_views(o, except);
+  }
+}
+
+void Ctx::convert_node_impl(TNode* n) {
   std::string kind = n->kind().toQualString();
   bool poisoned = false;
   for (const TValue* v : n->inputs()) poisoned = poisoned || get(v).poisoned;
@@ -300,7 +395,27 @@ void Ctx::convert_node(TNode* n) {
     return;
   }
   if (try_fold(n)) return;
-  const auto& table = op_table();
+  const OpTable* tbl = &op_table();
+  // Complex tensors (real pairs, ops/spectral.cpp) go only to the ops that know that layout, and
+  // through the ones that merely carry values.
+  static const std::set<std::string> carriers{"prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
+                                              "prim::TupleUnpack",   "prim::TupleIndex",     "aten::__getitem__",
+                                              "aten::size",          "aten::dim",            "aten::len",
+                                              "prim::unchecked_cast", "aten::detach",        "aten::contiguous",
+                                              "aten::clone"};
+  bool complex_in = std::any_of(n->inputs().begin(), n->inputs().end(), [&](const TValue* v) {
+    const TV& x = get(v);
+    return x.kind == TV::Kind::Tensor && (x.dtype == DType::Complex64 || x.dtype == DType::Complex128);
+  });
+  if (complex_in && !carriers.count(kind)) {
+    tbl = &complex_op_table();
+    bool inplace = kind.size() > 1 && kind.back() == '_' && tbl->count(kind.substr(0, kind.size() - 1));
+    if (!tbl->count(kind) && !inplace) {
+      unsupported[kind + " on a complex tensor"].push_back(source_of(n));
+      return poison();
+    }
+  }
+  const auto& table = *tbl;
   auto it = table.find(kind);
   bool inplace_fallback = false;
   if (it == table.end() && kind.size() > 1 && kind.back() == '_') {
@@ -343,21 +458,145 @@ void Ctx::convert_node(TNode* n) {
   }
   for (const TValue* o : n->outputs())
     if (!has(o)) throw Error("internal: converter for " + kind + " did not set all outputs");
-  // In-place ops that survived mutation removal: later uses of the operand see the result.
+  // In-place ops that survived mutation removal: later uses of the operand see the result, and
+  // so do later uses of the tensor it is a view of (x[:, 1:3] += 1 changes x).
   if (inplace_fallback) {
     set(n->input(0), get(n->output(0)));
-    // x[:, m] = v writes through a full slice of x, which is x itself.
-    for (const TValue* v = n->input(0); v->node()->kind() == c10::aten::slice && v->node()->inputs().size() == 5;) {
-      const TNode* s = v->node();
-      const TV &start = get(s->input(2)), &end = get(s->input(3)), &step = get(s->input(4));
-      bool full = start.is_const() && (start.c.isNone() || (start.c.isInt() && start.c.toInt() == 0)) &&
-                  end.is_const() && (end.c.isNone() || (end.c.isInt() && end.c.toInt() == INT64_MAX)) &&
-                  step.is_const() && step.c.isInt() && step.c.toInt() == 1;
-      if (!full) break;
-      v = s->input(0);
-      set(v, get(n->output(0)));
+    try {
+      write_through(n, n->input(0));
+    } catch (const OpsetError& e) {
+      opset_errors.push_back(kind + (src.empty() ? "" : " at " + src) + ": " + e.what +
+                             " needs opset >= " + std::to_string(e.min_opset));
+      return poison();
+    } catch (const UnsupportedError& e) {
+      unsupported[kind + " (" + e.what() + ")"].push_back(src);
+      return poison();
     }
   }
+}
+
+namespace {
+
+bool full_slice(const TV& start, const TV& end, const TV& step) {
+  return start.is_const() && (start.c.isNone() || (start.c.isInt() && start.c.toInt() == 0)) && end.is_const() &&
+         (end.c.isNone() || (end.c.isInt() && end.c.toInt() == INT64_MAX)) && step.is_const() &&
+         (step.c.isNone() || (step.c.isInt() && step.c.toInt() == 1));
+}
+
+}  // namespace
+
+// `view` has just been given a new value by an in-place op. If it is a view of another tensor
+// (slice, select, narrow, reshape-like, transpose), that tensor gets the new values at the
+// viewed positions, and so on up the chain of views.
+void Ctx::write_through(const TNode* writer, const TValue* view) {
+  const TNode* via = nullptr;  // the view node whose output the write went through
+  for (const TValue* v = view;;) {
+    const TNode* p = v->node();
+    if (p->inputs().empty() || !has(p->input(0))) break;
+    // A tensor of an enclosing block would need to leave the If/Loop body as its output.
+    if (p->owningBlock() != writer->owningBlock()) break;
+    const TValue* base = p->input(0);
+    const TV& bv = get(base);
+    if (bv.kind == TV::Kind::List || (bv.is_const() && !bv.c.isTensor())) break;
+    const std::string kind = p->kind().toQualString();
+    std::string nv;  // the base's new value
+    auto rank_of = [&](const TV& t) -> int {
+      if (t.is_const() && t.c.isTensor()) return static_cast<int>(t.c.toTensor().dim());
+      return t.rank_known ? static_cast<int>(t.shape.size()) : -1;
+    };
+    int r = rank_of(bv);
+    if (r < 0) break;
+    DType bt = dtype_of(bv);
+    std::string upd = tensor_as(get(v), bt);
+    // Positions `pos` (1-D int64) of axis `axis` of the base receive `u` (the view's shape, with
+    // the axis kept).
+    auto scatter = [&](const std::string& pos, int64_t axis, const std::string& u) {
+      b.require(11, "writing through a slice of a tensor (ScatterElements)");
+      std::vector<int64_t> others;
+      for (int64_t a = 0; a < r; ++a)
+        if (a != axis) others.push_back(a);
+      std::string idx = others.empty() ? pos : b.unsqueeze(pos, others);
+      idx = b.op1("Expand", {idx, b.shape_of(u)});
+      return b.op1("ScatterElements", {tensor(bv), idx, u}, {Attribute::make_int("axis", axis)});
+    };
+    auto positions = [&](int64_t axis, const std::string& start, const std::string& end, const std::string& step) {
+      std::string len = b.dim(tensor(bv), axis);
+      std::string all = b.op1("Range", {b.i64(0), len, b.i64(1)});
+      std::vector<std::string> in{all, start, end, b.i64s({0})};
+      if (!step.empty()) in.push_back(step);
+      return b.op1("Slice", in);
+    };
+    auto one = [&](const TV& t, int64_t dflt) {
+      if (t.is_none()) return b.i64s({dflt});
+      return b.unsqueeze(int_tensor(t), {0});
+    };
+    auto const_int = [&](size_t i) { return get(p->input(i)).is_const() && get(p->input(i)).c.isInt(); };
+    if ((kind == "aten::slice" || kind == "aten::narrow" || kind == "aten::select") && !const_int(1)) break;
+    if (kind == "aten::slice" && p->inputs().size() == 5) {
+      const TV &start = get(p->input(2)), &end = get(p->input(3)), &step = get(p->input(4));
+      if (full_slice(start, end, step)) {
+        nv = upd;
+      } else {
+        int64_t axis = norm_axis(get(p->input(1)).c.toInt(), r);
+        std::string st = step.is_none() || (step.is_const() && step.c.toInt() == 1) ? std::string() : one(step, 1);
+        nv = scatter(positions(axis, one(start, 0), one(end, INT64_MAX), st), axis, upd);
+      }
+    } else if (kind == "aten::narrow") {
+      int64_t axis = norm_axis(get(p->input(1)).c.toInt(), r);
+      std::string st = one(get(p->input(2)), 0);
+      nv = scatter(positions(axis, st, b.op1("Add", {st, one(get(p->input(3)), 0)}), {}), axis, upd);
+    } else if (kind == "aten::select") {
+      int64_t axis = norm_axis(get(p->input(1)).c.toInt(), r);
+      std::string i = one(get(p->input(2)), 0);
+      // i + 1 is 0 for the last element counted from the end: that slice runs to the end.
+      std::string e = b.op1("Add", {i, b.i64s({1})});
+      e = b.op1("Where", {b.op1("Equal", {e, b.i64s({0})}), b.i64s({INT64_MAX}), e});
+      nv = scatter(positions(axis, i, e, {}), axis, b.unsqueeze(upd, {axis}));
+    } else if (kind == "aten::view" || kind == "aten::reshape" || kind == "aten::_reshape_alias" ||
+               kind == "aten::flatten" || kind == "aten::unflatten" || kind == "aten::unsqueeze" ||
+               kind == "aten::squeeze" || kind == "aten::view_as" || kind == "aten::reshape_as") {
+      nv = b.op1("Reshape", {upd, b.shape_of(tensor(bv))});
+    } else if (kind == "aten::transpose" || kind == "aten::permute" || kind == "aten::t" ||
+               kind == "aten::swapaxes" || kind == "aten::movedim") {
+      if (kind == "aten::movedim") break;
+      std::vector<int64_t> perm(static_cast<size_t>(r));
+      for (int i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = i;
+      if (kind == "aten::permute") {
+        perm = get(p->input(1)).is_const() ? get(p->input(1)).c.toIntVector() : std::vector<int64_t>{};
+        if (perm.size() != static_cast<size_t>(r)) break;
+        for (auto& a : perm) a = norm_axis(a, r);
+      } else if (r >= 2) {
+        if (kind != "aten::t" && !(const_int(1) && const_int(2))) break;
+        int64_t a0 = kind == "aten::t" ? 0 : norm_axis(get(p->input(1)).c.toInt(), r);
+        int64_t a1 = kind == "aten::t" ? 1 : norm_axis(get(p->input(2)).c.toInt(), r);
+        std::swap(perm[static_cast<size_t>(a0)], perm[static_cast<size_t>(a1)]);
+      }
+      std::vector<int64_t> inv(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+      nv = b.transpose(upd, inv);
+    } else if (kind == "aten::detach" || kind == "aten::alias" || kind == "prim::unchecked_cast") {
+      nv = upd;
+    } else {
+      break;
+    }
+    TV out = TV::tensor(nv, bt);
+    out.shape = bv.is_const() ? bv.c.toTensor().sizes().vec() : bv.shape;
+    out.rank_known = true;
+    set(base, out);
+    via = p;
+    v = base;
+    // Views of this tensor other than the one written through now read the new values.
+    for (TNode* other : views_[base])
+      if (other != via) {
+        const std::string k = other->kind().toQualString();
+        auto e = op_table().find(k);
+        if (e == op_table().end() || other->owningBlock() != writer->owningBlock()) continue;
+        b.set_origin(source_of(other), k);
+        e->second.fn(*this, other);
+        for (const TValue* o : other->outputs()) rederive_views(o, writer);
+      }
+  }
+  b.set_origin(source_of(writer), writer->kind().toQualString());
 }
 
 const std::unordered_map<std::string, OpEntry>& op_table() {
@@ -377,8 +616,24 @@ const std::unordered_map<std::string, OpEntry>& op_table() {
     register_resize_ops(t);
     register_rnn_ops(t);
     register_cell_ops(t);
-    register_pitfall_ops(t);
     register_attention_ops(t);
+    register_sampling_ops(t);
+    register_loss_ops(t);
+    register_stats_ops(t);
+    register_cumulative_ops(t);
+    register_layout_ops(t);
+    register_window_ops(t);
+    register_linalg_ops(t);
+    register_index_update_ops(t);
+    register_selection_ops(t);
+    register_math_fn_ops(t);
+    register_nn_form_ops(t);
+    register_range_ops(t);
+    register_dict_ops(t);
+    register_detection_ops(t);
+    register_assorted_ops(t);
+    register_spectral_ops(t);
+    register_pitfall_ops(t);  // wraps entries registered above
     return t;
   }();
   return table;

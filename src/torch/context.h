@@ -4,6 +4,7 @@
 #include <torch/script.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,7 +28,20 @@ struct TV {
   bool number = false;  // a TorchScript int/float/bool carried as a 0-d tensor
   bool poisoned = false;  // produced by an unsupported op: dependents are skipped, not converted
   bool sequence = false;  // Tensor kind naming an ONNX sequence (a list of tensors built in a Loop or If)
+  // A packed sequence's data (torch: the valid steps of every sequence, concatenated) held as the
+  // padded time-major tensor [T, B, ...] with the sequences' lengths (1-D int64) beside it; only
+  // the RNN and pad_packed converters read it. batch_sizes values are real tensors and keep the
+  // lengths here too.
+  bool packed = false;
+  std::string lengths;
+  // An Optional[Tensor] that control flow may leave None: `has` names a 0-d bool telling whether it
+  // holds a tensor, and `name` the tensor (an empty placeholder when it does not). Empty: a tensor.
+  std::string has;
   std::vector<TV> items;
+  // A TorchScript dict: List kind with the key of each item, in insertion order as Python keeps it;
+  // `name` holds the ONNX graph it was built in, the only one where changing it is a plain update.
+  bool dict = false;
+  std::vector<c10::IValue> keys;
 
   static TV constant(c10::IValue v) {
     TV t;
@@ -85,6 +99,16 @@ class Ctx {
   std::vector<int64_t> ints(const TNode* n, size_t i) const;
   std::string str(const TNode* n, size_t i) const { return cval(n, i).toStringRef(); }
 
+  // Arguments by schema name, so files saved by PyTorch versions with extra or reordered
+  // arguments convert: the input index of `name`, or nullopt when the node's schema lacks it.
+  static std::optional<size_t> arg_index(const TNode* n, const std::string& name);
+  // The argument `name`, or nullptr when the schema has no such argument (or the node no schema).
+  const TV* arg(const TNode* n, const std::string& name) const;
+  // Constant int / float / bool / int list argument by name; `dflt` when absent or None.
+  int64_t i(const TNode* n, const std::string& name, int64_t dflt) const;
+  double f(const TNode* n, const std::string& name, double dflt) const;
+  bool flag(const TNode* n, const std::string& name, bool dflt) const;
+
   // Tensor names, materializing constants. `t_as` also casts to the wanted element type.
   std::string t(const TNode* n, size_t i) { return tensor(in(n, i)); }
   std::string t_as(const TNode* n, size_t i, DType d) { return tensor_as(in(n, i), d); }
@@ -115,9 +139,15 @@ class Ctx {
   std::function<void(const std::string&)> warn;
 
   static std::string source_of(const TNode* n);
+  // The submodule a node came from, "layer3.1.conv2" (from the inlined call stack); "" at top level.
+  static std::string module_of(const TNode* n);
 
  private:
   void convert_node(TNode* n);
+  void convert_node_impl(TNode* n);
+  void write_through(const TNode* writer, const TValue* view);
+  void rederive_views(const TValue* base, const TNode* writer);
+  std::unordered_map<const TValue*, std::vector<TNode*>> views_;  // views taken of each value
   bool try_fold(TNode* n);
   const Profile& prof_;
   std::unordered_map<const TValue*, TV> vals_;

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <filesystem>
 
+#include "onnx/legalize.h"
 #include "torch/context.h"
 #include "torch/custom_op.h"
 #include "torch/pitfalls.h"
@@ -121,6 +122,20 @@ void bind_inputs(tj::Graph& g, const std::vector<c10::IValue>& example, const st
   for (size_t i = 0; i < leaves.size(); ++i) ctx.set(g.inputs()[i], bind(leaves[i]));
 }
 
+// The user's example value moved to other sizes along the dynamic axes: cropped when smaller,
+// each element repeated when larger, so values stay ones the model accepts (token ids, indices,
+// and lengths that must stay sorted).
+at::Tensor resized_data(const at::Tensor& t, const Dims& dims) {
+  at::Tensor r = t;
+  for (int64_t a = 0; a < r.dim() && a < static_cast<int64_t>(dims.size()); ++a) {
+    int64_t want = dims[static_cast<size_t>(a)], have = r.size(a);
+    if (want == have || have == 0) continue;
+    if (want > have) r = r.repeat_interleave((want + have - 1) / have, a);
+    r = r.narrow(a, 0, want);
+  }
+  return r.contiguous();
+}
+
 at::Tensor random_input(const InputSpec& s, const Dims& dims) {
   auto opts = at::TensorOptions().dtype(scalar_type_from_dtype(s.dtype));
   if (dtype_is_float(s.dtype)) return at::randn(dims, at::TensorOptions().dtype(at::kFloat)).to(opts);
@@ -129,30 +144,45 @@ at::Tensor random_input(const InputSpec& s, const Dims& dims) {
   return at::randint(0, 4, dims, opts);
 }
 
-// The second profiling run changes every dynamic axis so that dims which follow it show up.
-// The second profiling run moves every dynamic axis: one larger (2 for 1) or, for models that
-// need multiples (strided encoders), double.
-Dims alternate_dims(const InputSpec& s, const ConvertOptions& o, bool doubled) {
+// The resized profiling runs move every dynamic axis so that dims which follow it show up: one
+// larger (2 for 1); doubled, for models that need multiples (strided encoders); and, where an input
+// has several dynamic axes, every other axis doubled, each way round, for dims that follow their
+// ratio (detectors scale each image to fit a box: proportional sizes all give the same feature maps,
+// and a box that binds on the width hides the width until the height is the longer side).
+enum class Resize { PlusOne, Doubled, Skewed, SkewedBack };
+
+Dims alternate_dims(const InputSpec& s, const ConvertOptions& o, Resize how) {
   Dims d = s.dims;
   for (const DynamicSpec& ds : o.dynamic)
-    if (ds.input == s.name)
+    if (ds.input == s.name) {
+      int k = 0;
       for (const auto& [axis, label] : ds.axes) {
         int a = axis < 0 ? axis + static_cast<int>(d.size()) : axis;
         if (a < 0 || a >= static_cast<int>(d.size())) continue;
         int64_t& v = d[static_cast<size_t>(a)];
-        v = doubled || v == 1 ? 2 * v : v + 1;
+        bool odd = k++ % 2;
+        if (how == Resize::Skewed || how == Resize::SkewedBack) v *= odd == (how == Resize::Skewed) ? 2 : 1;
+        else v = how == Resize::Doubled || v == 1 ? 2 * v : v + 1;
       }
+    }
   return d;
 }
 
-void flatten_outputs(Ctx& ctx, const TV& v, std::vector<TV>& out) {
+// Dict values flatten in insertion order; `keys` gets the key of each output that is a dict value
+// with a string key ("out", "aux"), else "".
+void flatten_outputs(Ctx& ctx, const TV& v, std::vector<TV>& out, std::vector<std::string>& keys,
+                     const std::string& key = {}) {
   if (v.kind == TV::Kind::List)
-    for (const TV& e : v.items) flatten_outputs(ctx, e, out);
+    for (size_t i = 0; i < v.items.size(); ++i)
+      flatten_outputs(ctx, v.items[i], out, keys,
+                      v.dict && v.keys[i].isString() ? v.keys[i].toStringRef() : std::string());
   else if (v.is_const() && (v.c.isList() || v.c.isTuple()))
     for (const auto& e : v.c.isList() ? v.c.toListRef().vec() : v.c.toTupleRef().elements().vec())
-      flatten_outputs(ctx, TV::constant(e), out);
-  else if (!v.is_none())  // ONNX has no None outputs (e.g. absent aux logits); drop them
+      flatten_outputs(ctx, TV::constant(e), out, keys);
+  else if (!v.is_none()) {  // ONNX has no None outputs (e.g. absent aux logits); drop them
     out.push_back(v);
+    keys.push_back(key);
+  }
 }
 
 void rename_value(Graph& g, const std::string& from, const std::string& to) {
@@ -269,12 +299,35 @@ std::string unsupported_report(const Ctx& ctx) {
   return msg;
 }
 
+at::Tensor example_value(const ConvertOptions& o, const InputSpec& s, const Dims& dims) {
+  auto it = o.data.find(s.name);
+  if (it == o.data.end()) return random_input(s, dims);
+  return resized_data(tensor_to_torch(it->second), dims);
+}
+
+// Inputs given only by --data take their dims and dtype from the value.
+ConvertOptions with_data_specs(const ConvertOptions& opts) {
+  ConvertOptions o = opts;
+  for (const auto& [name, t] : opts.data) {
+    auto s = std::find_if(o.inputs.begin(), o.inputs.end(), [&](const InputSpec& i) { return i.name == name; });
+    if (s == o.inputs.end()) {
+      o.inputs.push_back({name, t.dims(), t.dtype()});
+    } else if (s->dims != t.dims() || s->dtype != t.dtype()) {
+      throw Error("--data " + name + " holds " + std::string(dtype_name(t.dtype())) + "[" + dims_to_string(t.dims()) +
+                      "] but --input gives " + std::string(dtype_name(s->dtype)) + "[" + dims_to_string(s->dims) + "]",
+                  "give one of them, or make them agree", kExitUsage);
+    }
+  }
+  return o;
+}
+
 }  // namespace
 
-ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptions& opts) {
-  if (opts.opset < 9 || opts.opset > 17)
-    throw Error("opset " + std::to_string(opts.opset) + " is not supported", "choose an opset from 9 to 17",
+ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptions& given) {
+  if (given.opset < 9 || given.opset > 17)
+    throw Error("opset " + std::to_string(given.opset) + " is not supported", "choose an opset from 9 to 17",
                 kExitUsage);
+  const ConvertOptions opts = with_data_specs(given);
   ConvertResult result;
   auto warn = [&](const std::string& w) {
     result.warnings.push_back(w);
@@ -291,7 +344,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   tj::Stack run1;
   for (const auto& arg : prep.arguments)
     run1.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat,
-                               [](const InputSpec& s) { return random_input(s, s.dims); }));
+                               [&](const InputSpec& s) { return example_value(opts, s, s.dims); }));
   for (const InputSpec& s : opts.inputs) {
     bool used = std::any_of(flat.begin(), flat.end(), [&](const FlatInput& f) { return f.name == s.name; });
     if (!used) {
@@ -310,29 +363,40 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
       auto [what, where] = torch_failure(e.what());
       throw Error("the model fails on the " + std::string(second ? "resized " : "") + "example inputs (" +
                       describe_inputs(run, fl) + ")" + (where.empty() ? "" : " at " + where) + ": " + what,
-                  second ? "each --dynamic axis is tried one larger and doubled to learn which dims follow it; "
+                  second ? "each --dynamic axis is tried one larger, doubled, and (with several axes) doubled while "
+                           "the next one stays, to learn which dims follow it; "
                            "mark only axes the model accepts at other sizes"
                          : "give each input the shape and dtype forward() expects: --input NAME:DIMS[:DTYPE]",
                   kExitUsage);
     }
   };
   std::vector<c10::IValue> run1_outputs = profile_run(run1, flat, false);
+  // Every resized run: one larger alone misses dims that halving layers round back to the same size
+  // (UNet skips at 100 and 101 wide are both 50, 25, 12), doubled alone misses parity-dependent ones,
+  // both miss dims that follow a ratio. A failed run (a model that wants square or proportional
+  // inputs) leaves no observations behind; one success is enough.
   if (!opts.dynamic.empty()) {
-    for (bool doubled : {false, true}) {
+    std::optional<Error> failure;
+    bool any = false;
+    bool several = std::any_of(opts.dynamic.begin(), opts.dynamic.end(),
+                               [](const DynamicSpec& ds) { return ds.axes.size() > 1; });
+    for (Resize how : {Resize::PlusOne, Resize::Doubled, Resize::Skewed, Resize::SkewedBack}) {
+      if ((how == Resize::Skewed || how == Resize::SkewedBack) && !several) continue;
       std::vector<FlatInput> flat2;
       tj::Stack run2;
       at::manual_seed(1);
       for (const auto& arg : prep.arguments)
         run2.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat2, [&](const InputSpec& s) {
-          return random_input(s, alternate_dims(s, opts, doubled));
+          return example_value(opts, s, alternate_dims(s, opts, how));
         }));
       try {
         profile_run(run2, flat2, true);
-        break;
-      } catch (const Error&) {
-        if (doubled) throw;  // a failed run leaves no observations behind; try doubled sizes
+        any = true;
+      } catch (const Error& e) {
+        if (!failure) failure = e;
       }
     }
+    if (!any) throw *failure;
   }
 
   Model& model = result.model;
@@ -372,7 +436,8 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   }
 
   std::vector<TV> outs;
-  for (const TValue* v : g.outputs()) flatten_outputs(ctx, ctx.get(v), outs);
+  std::vector<std::string> keys;
+  for (const TValue* v : g.outputs()) flatten_outputs(ctx, ctx.get(v), outs, keys);
   if (!opts.output_names.empty() && opts.output_names.size() != outs.size())
     throw Error("--output-names gives " + std::to_string(opts.output_names.size()) + " names but the model has " +
                 std::to_string(outs.size()) + " outputs", {}, kExitUsage);
@@ -395,6 +460,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     if (v.isTensor()) out_sizes.push_back(v.toTensor().sizes().vec());
     else if (v.isTuple()) for (const auto& e : v.toTupleRef().elements()) sizes_of(e);
     else if (v.isList()) for (const auto& e : v.toListRef()) sizes_of(e);
+    else if (v.isGenericDict()) for (const auto& e : v.toGenericDict()) sizes_of(e.value());
     else if (!v.isNone()) out_sizes.push_back({});
   };
   for (const auto& v : run1_outputs) sizes_of(v);
@@ -406,14 +472,54 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     return name + "_dim" + std::to_string(d);
   };
   b.set_origin("", "output");
+  // Dict values are named by their keys when those name each output once and clash with nothing.
+  bool by_key = std::set<std::string>(keys.begin(), keys.end()).size() == keys.size() &&
+                std::none_of(keys.begin(), keys.end(), [&](const std::string& k) {
+                  return k.empty() || taken.count(k);
+                });
   for (size_t k = 0; k < outs.size(); ++k) {
     std::string name = !opts.output_names.empty() ? opts.output_names[k]
+                       : by_key                   ? keys[k]
                        : outs.size() == 1         ? "output"
                                                   : "output." + std::to_string(k);
     TV& v = outs[k];
-    std::string src = ctx.tensor(v);
-    if (renamed.count(src)) src = renamed[src];
     DType dt = ctx.dtype_of(v);
+    if (dt == DType::Complex64 || dt == DType::Complex128)
+      throw Error("model output " + std::to_string(k) + " is a complex tensor, which ONNX has no type for",
+                  "return torch.view_as_real(x) (real and imaginary parts in a last dim of 2), or x.abs()",
+                  kExitUnsupported);
+    std::string src;
+    bool optional = !v.has.empty();
+    if (optional) {
+      // An Optional[Tensor] result that may be None: an ONNX optional (opset 15).
+      b.require(15, "an Optional tensor model output (ONNX optional type)");
+      Type inner = Type::tensor(dt);
+      auto branch = [&](bool some) {
+        auto g = std::make_shared<Graph>();
+        g->name = b.fresh(some ? "some" : "none");
+        b.push_graph(g.get());
+        std::vector<Attribute> attrs;
+        if (!some) {
+          Attribute a;
+          a.name = "type";
+          a.type = AttrType::TypeProto;
+          a.tp = inner;
+          attrs.push_back(a);
+        }
+        std::string o = b.op1("Optional", some ? std::vector<std::string>{v.name} : std::vector<std::string>{}, attrs);
+        b.pop_graph();
+        Type ot;
+        ot.kind = Type::Kind::Optional;
+        ot.inner = std::make_shared<Type>(inner);
+        g->outputs.push_back({o, ot, {}});
+        return g;
+      };
+      src = b.op1("If", {v.has}, {Attribute::make_graph("then_branch", branch(true)),
+                                  Attribute::make_graph("else_branch", branch(false))});
+    } else {
+      src = ctx.tensor(v);
+    }
+    if (renamed.count(src)) src = renamed[src];
     bool produced = std::any_of(model.graph.nodes.begin(), model.graph.nodes.end(), [&](const Node& n) {
       return std::find(n.outputs.begin(), n.outputs.end(), src) != n.outputs.end();
     });
@@ -433,9 +539,18 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
         s.dims.push_back(v.shape[d] >= 0 ? Dim::fixed(v.shape[d]) : Dim::named(out_label(k, d, name)));
       shape = s;
     }
-    model.graph.outputs.push_back({name, Type::tensor(dt, shape), {}});
+    Type ty = Type::tensor(dt, shape);
+    if (optional) {
+      Type ot;
+      ot.kind = Type::Kind::Optional;
+      ot.inner = std::make_shared<Type>(Type::tensor(dt));
+      ty = ot;
+    }
+    model.graph.outputs.push_back({name, ty, {}});
   }
   model.doc_string = "converted from " + pt_path;
+  result.notes = prep.notes;
+  for (std::string& n : legalize_types(model)) result.notes.push_back(std::move(n));
   // Top-level values only: values inside If/Loop bodies live in ONNX subgraphs.
   auto link = [&](const TValue* v, std::string kind, std::string src) {
     auto it = ctx.values().find(v);

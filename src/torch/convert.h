@@ -26,6 +26,9 @@ struct DynamicSpec {
 struct ConvertOptions {
   int opset = 17;
   std::vector<InputSpec> inputs;
+  // --data NAME=FILE: real example values for shape learning (an input's dims and dtype come from
+  // its value when no --input names it). The resized run for --dynamic crops or tiles them.
+  std::map<std::string, Tensor> data;
   std::vector<DynamicSpec> dynamic;
   std::vector<std::string> output_names;
   std::function<void(const std::string&)> warn;  // called for each warning as it happens
@@ -46,6 +49,9 @@ struct ValueLink {
 struct ConvertResult {
   Model model;
   std::vector<std::string> warnings;
+  // Changes that keep the results but that a reader of the model may want to know of (element
+  // types the target opset lacks, computed in a wider type).
+  std::vector<std::string> notes;
   std::vector<ValueLink> links;
 };
 

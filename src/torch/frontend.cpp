@@ -18,11 +18,34 @@ namespace t2o {
 
 namespace tj = torch::jit;
 
+namespace {
+// The op a file calls that no loaded library defines, from libtorch's load error; "" for other errors.
+std::string unknown_op(const std::string& msg) {
+  auto k = msg.find("Unknown builtin op: ");
+  if (k == std::string::npos) return {};
+  return msg.substr(k + 20, msg.find_first_of(".\n", k + 20) - k - 20);
+}
+}  // namespace
+
 tj::Module load_module(const std::string& path) {
   register_newer_torch_ops();
   tj::Module module;
   try {
-    module = tj::load(path, torch::kCPU);
+    if (is_zip_file(path)) check_torchscript_archive(path);
+    auto load = [&] { run_with_large_stack([&] { module = tj::load(path, torch::kCPU); }); };
+    try {
+      load();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      if (dynamic_cast<const c10::Error*>(&e) || unknown_op(e.what()).rfind("torchvision::", 0) != 0 ||
+          load_torchvision_ops().empty())
+        throw;
+      load();  // torchvision's ops are registered now
+    }
+    check_module_tensors(module);
+  } catch (const Error&) {
+    throw;
   } catch (const c10::Error& e) {
     std::string msg = e.what_without_backtrace();
     msg = msg.substr(0, msg.find('\n'));
@@ -32,12 +55,15 @@ tj::Module load_module(const std::string& path) {
   } catch (const std::exception& e) {  // jit::ErrorReport: e.g. an op whose library is not loaded
     std::string msg = e.what();
     msg.erase(0, msg.find_first_not_of(" \n"));
-    auto k = msg.find("Unknown builtin op: ");
-    if (k != std::string::npos) {
-      std::string op = msg.substr(k + 20, msg.find_first_of(".\n", k + 20) - k - 20);
+    std::string op = unknown_op(msg);
+    if (!op.empty()) {
+      std::string hint = op.rfind("torchvision::", 0) == 0 && load_torchvision_ops().empty()
+                             ? "install torchvision's operator library (Debian: python3-torchvision) or name it "
+                               "with T2O_TORCHVISION_LIB=/path/to/torchvision/_C.so; or declare it: "
+                             : "declare it: ";
       throw InputError("cannot load TorchScript file '" + path + "': it calls " + op +
                            ", which no loaded library defines",
-                       "declare it: --custom-op '" + op + "(Tensor x, ...) -> Tensor=DOMAIN::OpName' "
+                       hint + "--custom-op '" + op + "(Tensor x, ...) -> Tensor=DOMAIN::OpName' "
                        "(see docs/pitfalls.md, custom operators)");
     }
     throw InputError("cannot load TorchScript file '" + path + "': " + msg.substr(0, msg.find('\n')));
@@ -78,7 +104,18 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
 
   auto& g = p.graph;
   tj::Inline(*g);
+  resolve_module_attributes(*g, frozen._ivalue());
   if (!g->inputs().empty() && !g->inputs()[0]->hasUses()) g->eraseInput(0);
+  if (!g->inputs().empty() && g->inputs()[0]->type()->cast<c10::ClassType>())
+    throw Error("the model's forward reads module state that cannot be resolved at conversion time",
+                "file a report with the model");
+  std::vector<std::string> baked = to_inference_semantics(*g);
+  if (!baked.empty()) {
+    std::string list;
+    for (const auto& b : baked) list += (list.empty() ? "" : "; ") + b;
+    warn("the graph has training-mode behaviour built in (traced in train()?); converted with inference "
+         "semantics (dropout removed, norms use running statistics): " + list);
+  }
   tj::removeDropout(g);
   // Not EliminateExceptions: it loops forever on some graphs; the If converter drops raising
   // branches instead.
@@ -87,7 +124,11 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
   // Not LowerAllTuples: it corrupts graphs like torchvision's ViT; tuple inputs and outputs are
   // flattened by the converter instead.
   tj::LowerSimpleTuples(g);
-  normalize_devices(*g);  // GPU-scripted code: torch.device("cuda") -> cpu
+  // GPU-scripted code: torch.device("cuda") -> cpu
+  if (int devices = normalize_devices(*g))
+    p.notes.push_back("device constants: " + std::to_string(devices) +
+                      " CUDA device use(s) in the TorchScript code (torch.device('cuda'), .cuda()) now mean the CPU; "
+                      "the ONNX model has no devices");
   tj::ConstantPropagation(g);
   tj::PeepholeOptimize(g);
   tj::EliminateDeadCode(g);

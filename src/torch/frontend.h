@@ -14,6 +14,9 @@ struct PreparedGraph {
   // forward's arguments (without self) as declared; graph inputs are these flattened depth-first.
   std::vector<c10::Argument> arguments;
   std::string source_file;
+  // What loading changed that a reader of the converted model may want to know (GPU device
+  // constants made CPU), one sentence each.
+  std::vector<std::string> notes;
   // The loaded module. It owns the source text the graph's source ranges point into, which
   // libtorch's error reports read: it must outlive every run of the graph.
   torch::jit::Module module;
@@ -22,6 +25,11 @@ struct PreparedGraph {
 // Loads a TorchScript file on the CPU (ops of newer PyTorch releases registered first). Throws
 // InputError, with a hint, for files libtorch cannot load.
 torch::jit::Module load_module(const std::string& path);
+
+// Registers torchvision's ops (torchvision::nms, roi_align, ...) by loading its `_C` library when
+// installed (T2O_TORCHVISION_LIB, else the system Python's torchvision); once per process. Returns
+// the library's path, or "" when none loads.
+std::string load_torchvision_ops();
 
 // Throws InputError for files libtorch cannot load. Warnings go to `warn`.
 // `weights`: a state_dict file loaded into the module (strictly) before freezing.

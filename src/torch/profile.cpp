@@ -50,7 +50,10 @@ Observed observe(const c10::IValue& v) {
     const at::Tensor& t = v.toTensor();
     o.kind = Observed::Kind::Tensor;
     if (!t.defined()) return o;
-    o.dtype = dtype_from_scalar_type(t.scalar_type());
+    // Complex tensors: the converter holds them as real tensors with a last dim of 2 (ops/spectral.cpp).
+    o.dtype = t.scalar_type() == c10::kComplexFloat    ? DType::Complex64
+              : t.scalar_type() == c10::kComplexDouble ? DType::Complex128
+                                                       : dtype_from_scalar_type(t.scalar_type());
     o.sizes = t.sizes().vec();
   } else if (v.isInt() || v.isDouble() || v.isBool()) {
     o.kind = v.isInt() ? Observed::Kind::Int : v.isDouble() ? Observed::Kind::Float : Observed::Kind::Bool;

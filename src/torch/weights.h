@@ -30,4 +30,20 @@ std::vector<std::pair<std::string, at::Tensor>> unpickle_state_dict(const std::s
 void load_weights(torch::jit::Module& module, const std::string& path,
                   const std::function<void(const std::string&)>& warn);
 
+// The element type of a pickled storage class ("torch.FloatStorage"); InputError for others.
+c10::ScalarType storage_dtype(const std::string& storage_class);
+
+// Checks of TorchScript files that libtorch does not make (weights_check.cpp); all throw InputError.
+// Storage records at least as long as their pickles declare, and bracket nesting and
+// prefix-operator chains in the archive's code, before libtorch parses it.
+void check_torchscript_archive(const std::string& path);
+// That the tensor's shape, strides and offset stay inside its storage (a truncated record leaves
+// them pointing past it). `what` names it in the message.
+void check_tensor_storage(const at::Tensor& t, const std::string& what);
+// check_tensor_storage over every tensor a loaded module holds: attributes (recursively) and
+// tensor constants of its methods.
+void check_module_tensors(const torch::jit::Module& module);
+// Runs f on a thread with a 512 MB stack (reserved, not committed), rethrowing what it throws.
+void run_with_large_stack(const std::function<void()>& f);
+
 }  // namespace t2o

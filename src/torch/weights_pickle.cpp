@@ -12,6 +12,17 @@
 
 namespace t2o {
 
+c10::ScalarType storage_dtype(const std::string& g) {
+  static const std::map<std::string, c10::ScalarType> m{
+      {"torch.FloatStorage", c10::kFloat}, {"torch.DoubleStorage", c10::kDouble}, {"torch.HalfStorage", c10::kHalf},
+      {"torch.BFloat16Storage", c10::kBFloat16}, {"torch.LongStorage", c10::kLong}, {"torch.IntStorage", c10::kInt},
+      {"torch.ShortStorage", c10::kShort}, {"torch.CharStorage", c10::kChar}, {"torch.ByteStorage", c10::kByte},
+      {"torch.BoolStorage", c10::kBool}};
+  auto it = m.find(g);
+  if (it == m.end()) throw InputError("unsupported storage type " + g);
+  return it->second;
+}
+
 namespace {
 
 struct PVal;
@@ -30,17 +41,6 @@ PPtr make(PVal::K k) {
   auto p = std::make_shared<PVal>();
   p->k = k;
   return p;
-}
-
-c10::ScalarType storage_dtype(const std::string& g) {
-  static const std::map<std::string, c10::ScalarType> m{
-      {"torch.FloatStorage", c10::kFloat}, {"torch.DoubleStorage", c10::kDouble}, {"torch.HalfStorage", c10::kHalf},
-      {"torch.BFloat16Storage", c10::kBFloat16}, {"torch.LongStorage", c10::kLong}, {"torch.IntStorage", c10::kInt},
-      {"torch.ShortStorage", c10::kShort}, {"torch.CharStorage", c10::kChar}, {"torch.ByteStorage", c10::kByte},
-      {"torch.BoolStorage", c10::kBool}};
-  auto it = m.find(g);
-  if (it == m.end()) throw InputError("unsupported storage type " + g + " in state_dict");
-  return it->second;
 }
 
 class Unpickler {
@@ -243,8 +243,15 @@ class Unpickler {
     }
     c10::ScalarType dt = storage_dtype(pid->items[1]->s);
     auto [data, size] = r_.getRecord("data/" + key);
-    at::Tensor t = at::empty({static_cast<int64_t>(size / c10::elementSize(dt))}, at::TensorOptions().dtype(dt));
-    std::memcpy(t.data_ptr(), data.get(), size);
+    size_t es = c10::elementSize(dt);
+    // The record must hold whole elements, as many as the persistent id declares.
+    int64_t declared = pid->items[4]->k == PVal::K::Int ? pid->items[4]->i : -1;
+    if (size % es != 0 || (declared >= 0 && static_cast<size_t>(declared) != size / es))
+      throw InputError("storage '" + key + "' in the state_dict has " + std::to_string(size) + " bytes, not " +
+                           std::to_string(declared) + " elements of " + std::to_string(es) + " bytes",
+                       "the file is truncated or corrupt; save it again");
+    at::Tensor t = at::empty({static_cast<int64_t>(size / es)}, at::TensorOptions().dtype(dt));
+    if (size) std::memcpy(t.data_ptr(), data.get(), size);
     storages_[key] = t;
     v->t = t;
     return v;
@@ -258,8 +265,28 @@ class Unpickler {
     };
     if (g == "torch._utils._rebuild_tensor_v2" || g == "torch._utils._rebuild_tensor") {
       const auto& a = args->items;
+      if (a.size() < 4 || a[0]->k != PVal::K::Tensor || !a[0]->t.defined())
+        throw InputError("a tensor in the state_dict is malformed (no storage)");
+      auto sizes = ints(a[2]), strides = ints(a[3]);
+      if (sizes.size() != strides.size()) throw InputError("a tensor in the state_dict has sizes and strides of different lengths");
+      for (size_t k = 0; k < sizes.size(); ++k)
+        if (sizes[k] < 0 || strides[k] < 0) throw InputError("a tensor in the state_dict has a negative size or stride");
+      if (a[1]->i < 0) throw InputError("a tensor in the state_dict has a negative storage offset");
+      // Bounds are ours to check: a view past the storage would read past the record.
+      at::Tensor base = a[0]->t;
+      int64_t end = a[1]->i, step;
+      bool empty = false, overflow = false;
+      for (size_t k = 0; k < sizes.size(); ++k) {
+        empty |= sizes[k] == 0;
+        overflow |= __builtin_mul_overflow(sizes[k] ? sizes[k] - 1 : 0, strides[k], &step) ||
+                    __builtin_add_overflow(end, step, &end);
+      }
+      if (!empty && (overflow || end >= base.numel()))
+        throw InputError("a tensor of shape " + c10::str(sizes) + " in the state_dict reaches past its storage of " +
+                             std::to_string(base.numel()) + " elements",
+                         "the file is truncated or corrupt; save it again");
       auto v = make(PVal::K::Tensor);
-      v->t = a.at(0)->t.as_strided(ints(a.at(2)), ints(a.at(3)), a.at(1)->i);
+      v->t = base.as_strided(sizes, strides, a[1]->i);
       return v;
     }
     if (g == "torch._utils._rebuild_parameter") return args->items.at(0);

@@ -4,9 +4,11 @@ usage: fixtures.py OUT_DIR [NAME_PREFIX ...]
 
 For each fixture NAME writes OUT_DIR/NAME/{model.pt, spec.txt, input_K.npy, output_K.npy}.
 spec.txt lines: `input NAME DIMS DTYPE`, `dynamic NAME:AXIS=LABEL`, `tol RTOL ATOL`, `expect_error EXIT TEXT`,
+`data` (shape learning uses the saved inputs, as --data does), alt/ holds inputs at other dynamic sizes
+(from alt_inputs=[...]) with PyTorch's outputs,
 `min_opset N OP FILE:LINE` (from min_opset=(N, OP, TEXT[, WHERE]): the fixture needs opset N because of torch op
 OP on the line holding TEXT).
-Outputs are flattened depth-first, as the converter flattens them.
+Outputs are flattened depth-first (dicts by value in insertion order), as the converter flattens them.
 """
 import inspect
 import os
@@ -22,13 +24,20 @@ import zoo_vision  # noqa: E402
 import zoo_ops  # noqa: E402
 import zoo_control  # noqa: E402
 import zoo_rnn  # noqa: E402
+import zoo_dynamic  # noqa: E402
+import zoo_tail  # noqa: E402
+import zoo_dict  # noqa: E402
+import zoo_breadth  # noqa: E402
 
 DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.int32: "i32", torch.bool: "bool",
-          torch.uint8: "u8", torch.float16: "f16", torch.int8: "i8"}
+          torch.uint8: "u8", torch.float16: "f16", torch.int8: "i8", torch.int16: "i16"}
 
 
 def flatten(x, out):
-    if isinstance(x, (tuple, list)):
+    if isinstance(x, dict):  # by value, in insertion order
+        for v in x.values():
+            flatten(v, out)
+    elif isinstance(x, (tuple, list)):
         for e in x:
             flatten(e, out)
     elif isinstance(x, torch.Tensor):
@@ -118,10 +127,25 @@ def write(out_dir, name, f):
         lines.append(f"expect_error {f['expect_error']}")
     if "min_opset" in f:
         lines.append(min_opset_line(module, *f["min_opset"]))
+    if f.get("data"):
+        lines.append("data")
     for k, t in enumerate(flat_in):
         np.save(os.path.join(d, f"input_{k}.npy"), t.numpy())
     for k, t in enumerate(outputs):
-        np.save(os.path.join(d, f"output_{k}.npy"), t.detach().numpy())
+        np.save(os.path.join(d, f"output_{k}.npy"), np.array(t.detach().numpy(), order="C"))
+    # Inputs at other sizes along the dynamic axes: the ONNX model must give PyTorch's outputs there too.
+    alt = os.path.join(d, "alt")
+    if os.path.isdir(alt):
+        for old in os.listdir(alt):
+            os.remove(os.path.join(alt, old))
+    if "alt_inputs" in f:
+        os.makedirs(alt, exist_ok=True)
+        with torch.no_grad():
+            alt_out = flatten(module(*f["alt_inputs"]), [])
+        for k, t in enumerate(flatten(list(f["alt_inputs"]), [])):
+            np.save(os.path.join(alt, f"input_{k}.npy"), t.numpy())
+        for k, t in enumerate(alt_out):
+            np.save(os.path.join(alt, f"output_{k}.npy"), np.array(t.detach().numpy(), order="C"))
     with open(os.path.join(d, "spec.txt"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
 
@@ -130,7 +154,7 @@ def main():
     out_dir = sys.argv[1]
     prefixes = sys.argv[2:]
     fixtures = {}
-    for zoo in (zoo_basic, zoo_vision, zoo_ops, zoo_control, zoo_rnn):
+    for zoo in (zoo_basic, zoo_vision, zoo_ops, zoo_control, zoo_rnn, zoo_dynamic, zoo_tail, zoo_dict, zoo_breadth):
         fixtures.update(zoo.fixtures())
     for name, f in sorted(fixtures.items()):
         if prefixes and not any(name.startswith(p) for p in prefixes):

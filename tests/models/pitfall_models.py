@@ -179,18 +179,55 @@ class TrainNet(nn.Module):
         return self.fc(self.drop(x))
 
 
+class TracedTrainNet(nn.Module):
+    """Traced in train(): dropout and batch statistics are baked into the graph as constants, and
+    InstanceNorm's running stats (updated in place) stay module state after freezing."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.inorm = nn.InstanceNorm2d(8, affine=True, track_running_stats=True)
+        self.drop = nn.Dropout(0.5)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        x = F.relu(self.inorm(self.bn(self.conv(x)))).mean(dim=(2, 3))
+        return self.fc(F.dropout(self.drop(x), 0.2, self.training))
+
+
 def build_train_mode(d):
     torch.manual_seed(0)
     m = TrainNet()
     m.bn.running_mean.uniform_(-0.5, 0.5)
     m.bn.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(2, 3, 10, 10)
+    sd = os.path.join(d, "scripted")
+    os.makedirs(sd)
     s = torch.jit.script(m)
     s.train()
-    s.save(os.path.join(d, "model.pt"))
+    s.save(os.path.join(sd, "model.pt"))
     m.eval()
-    x = torch.randn(2, 3, 10, 10)
-    write_runs(d, m, [(x,)])
-    write_case(d, ["x"], ["--input", f"x:{dims(x)}"], warn=["training mode", "bn", "drop"])
+    write_runs(sd, m, [(x,)])
+    write_case(sd, ["x"], ["--input", f"x:{dims(x)}"], warn=["training mode", "bn", "drop"])
+    # Traced while in train(): saved as is, and switched to eval() after tracing (the graph keeps the
+    # training behaviour although the modules say eval).
+    for name, eval_after in (("traced", False), ("traced_then_eval", True)):
+        torch.manual_seed(1)
+        t = TracedTrainNet()
+        t.bn.running_mean.uniform_(-0.5, 0.5)
+        t.bn.running_var.uniform_(0.5, 1.5)
+        t.inorm.running_mean.uniform_(-0.5, 0.5)
+        t.inorm.running_var.uniform_(0.5, 1.5)
+        t.train()
+        traced = torch.jit.trace(t, (x,), check_trace=False)  # updates the running stats once
+        if eval_after:
+            traced.eval()
+        td = os.path.join(d, name)
+        os.makedirs(td)
+        traced.save(os.path.join(td, "model.pt"))
+        t.eval()
+        write_runs(td, t, [(x,)])
+        write_case(td, ["x"], ["--input", f"x:{dims(x)}"], warn=["inference semantics", "bn", "inorm", "drop"])
 
 
 # --- 7. saved on a GPU ----------------------------------------------------------------------------

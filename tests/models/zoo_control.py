@@ -1,5 +1,5 @@
 """Control flow: data-dependent If, loops with carried values, unrolled list building."""
-from typing import List
+from typing import List, Optional
 
 import torch
 import torch.nn as nn
@@ -100,6 +100,39 @@ class LoopListPop(nn.Module):
         return torch.cat(outs, 0)
 
 
+class ListOps(nn.Module):
+    """Python list operations on lists of tensors: pop, del, insert, an index computed from the data."""
+    def forward(self, x):
+        parts = [x, x * 2, x * 3, x + 1]
+        last = parts.pop()
+        first = parts.pop(0)
+        del parts[0]
+        parts.insert(0, last)
+        parts.insert(-1, first)
+        k = int(x.size(0)) % 3
+        return torch.stack(parts), parts[k] * 10
+
+
+class OptionalState(nn.Module):
+    """Streaming-style state: None until the first step sets it (Emformer, RNN-T decoders)."""
+    def forward(self, x, mem: Optional[torch.Tensor] = None):
+        state: Optional[torch.Tensor] = mem
+        outs: List[torch.Tensor] = []
+        for i in range(x.size(0)):
+            if state is None:
+                state = x[i]
+            else:
+                state = state * 0.5 + x[i]
+            outs.append(state)
+        last: Optional[torch.Tensor] = None
+        if bool(x.sum() > 0):
+            last = x[0]
+        y = torch.stack(outs)
+        if last is not None:
+            y = y + last
+        return y
+
+
 def fixtures():
     r = torch.randn
     return {
@@ -113,6 +146,11 @@ def fixtures():
                                         min_opset=(13, "prim::Loop", "for i in range(x.size(0)):")),
         "ctl_seq_if": lambda: dict(model=IfList(), inputs=[r(2, 3)],
                                    min_opset=(13, "prim::If", "if bool(x.sum() > 0):")),
+        "ctl_list_ops": lambda: dict(model=ListOps(), inputs=[r(3, 4)], dynamic=["x:0=n"], alt_inputs=[r(5, 4)],
+                                     min_opset=(11, "aten::__getitem__", "return torch.stack(parts), parts[k] * 10")),
+        "ctl_optional_state": lambda: dict(model=OptionalState(), inputs=[r(4, 3)], dynamic=["x:0=steps"],
+                                           alt_inputs=[-r(6, 3).abs()],
+                                           min_opset=(13, "prim::Loop", "for i in range(x.size(0)):")),
         "err_ctl_seq_pop": lambda: dict(model=LoopListPop(), inputs=[r(2, 3)],
                                         expect_error="3 aten::pop at zoo_control.py:"),
     }

@@ -12,6 +12,15 @@ class Arith(nn.Module):
         return a, b, c, (x >= y).float(), (x != y) & (x < 0.5)
 
 
+class SmallInts(nn.Module):
+    """uint8/int8/int16 arithmetic: ONNX accepts these types in Add/Mul/Relu/... only from opset 14."""
+    def forward(self, img, q, s):
+        a = (img + img) * 2 - img // 3  # wraps around in uint8, as in torch
+        b = torch.relu(q) + q.abs() - torch.max(q, -q)
+        c = s * s + s.clamp(-100, 100) - s.neg()
+        return a, b, c, (img > 100) & (q < 0), img.float() / 255 + q + s
+
+
 class MathFns(nn.Module):
     def forward(self, x):
         p = x.abs() + 0.1
@@ -246,6 +255,9 @@ def fixtures():
     return {
         "op_arith": lambda: dict(model=Arith(), inputs=[r(3, 4), r(3, 4)]),
         "op_math": lambda: dict(model=MathFns(), inputs=[r(2, 5)]),
+        "op_small_ints": lambda: dict(model=SmallInts(), inputs=[
+            torch.randint(0, 256, (3, 5), dtype=torch.uint8), torch.randint(-128, 128, (3, 5), dtype=torch.int8),
+            torch.randint(-300, 300, (3, 5), dtype=torch.int16)], mode="trace"),
         "op_reduce": lambda: dict(model=Reduce(), inputs=[r(3, 4, 5)]),
         "op_shapes_script": lambda: dict(model=Shapes(), inputs=[r(2, 4, 6, 5)]),
         "op_shapes_trace": lambda: dict(model=Shapes(), inputs=[r(2, 4, 6, 5)], mode="trace"),

@@ -1,5 +1,6 @@
-"""torchvision classification models (random weights), scripted and traced."""
+"""torchvision classification models (random weights), scripted and traced; torchvision's detection ops."""
 import torch
+import torchvision.ops as tvo
 import torchvision.models as tvm
 from torchvision.models.swin_transformer import SwinTransformer
 from torchvision.models.vision_transformer import VisionTransformer
@@ -27,8 +28,44 @@ def small_swin():
                            num_classes=10)
 
 
+class DetectionOps(torch.nn.Module):
+    """torchvision.ops.nms and roi_align as detectors use them (RoIs as a [K, 5] tensor and as a list of boxes
+    per image, fixed and adaptive sampling)."""
+
+    def forward(self, feat, xy, wh, scores):
+        boxes = torch.cat([xy, xy + wh], 1)
+        keep = tvo.nms(boxes, scores, 0.4)
+        rois = torch.cat([torch.zeros_like(boxes[:, :1]), boxes], 1)
+        pooled = tvo.roi_align(feat, rois, (3, 3), spatial_scale=0.5, sampling_ratio=2)
+        adaptive = tvo.roi_align(feat, [boxes[:3], boxes[3:]], 2, 0.25, -1)
+        return keep, pooled, adaptive
+
+
+class AlignedRoi(torch.nn.Module):
+    def forward(self, feat, rois):
+        return tvo.roi_align(feat, rois, (2, 4), spatial_scale=0.5, sampling_ratio=-1, aligned=True)
+
+
+def _det_inputs():
+    xy = torch.rand(12, 2) * 24
+    wh = torch.rand(12, 2) * 10 + 0.5
+    return [torch.randn(2, 4, 20, 24), xy, wh, torch.rand(12)]
+
+
+def _aligned_inputs():
+    xy = torch.rand(5, 2) * 30
+    b = torch.tensor([[0.], [1.], [1.], [0.], [1.]])
+    return [torch.randn(2, 3, 20, 24), torch.cat([b, xy, xy + torch.rand(5, 2) * 8 + 0.2], 1)]
+
+
 def fixtures():
     return {
+        "tv_detection_ops": lambda: dict(model=DetectionOps(), inputs=_det_inputs(), data=True,
+                                         min_opset=(10, "torchvision::nms", "torch.ops.torchvision.nms(",
+                                                    tvo.boxes.nms)),
+        "tv_roi_align_aligned": lambda: dict(model=AlignedRoi(), inputs=_aligned_inputs(), data=True,
+                                             min_opset=(16, "torchvision::roi_align", "torch.ops.torchvision.roi_align(",
+                                                        tvo.roi_align)),
         "tv_resnet18_script": fx(tvm.resnet18, (1, 3, 64, 64)),
         "tv_resnet18_trace": fx(tvm.resnet18, (1, 3, 64, 64), "trace"),
         "tv_resnet18_dynamic": fx(tvm.resnet18, (2, 3, 64, 64), dynamic=["x:0=batch"]),

@@ -1,5 +1,6 @@
 // Activation functions. ONNX lacks several (GELU, SiLU, Mish before late opsets), so they are
 // composed from primitives that every opset 9-17 runtime has.
+#include <climits>
 #include <cmath>
 
 #include "torch/ops/ops.h"
@@ -123,8 +124,15 @@ void glu(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   int64_t axis = norm_axis(n->inputs().size() > 1 ? c.i(n, 1) : -1, r);
   int64_t len = c.shape(n, 0)[static_cast<size_t>(axis)];
-  if (len < 0) throw UnsupportedError("aten::glu on a dynamic dimension");
-  auto parts = c.b.split(x_of(c, n), {len / 2, len / 2}, axis);
+  std::string x = x_of(c, n);
+  std::vector<std::string> parts;
+  if (len >= 0) {
+    parts = c.b.split(x, {len / 2, len / 2}, axis);
+  } else {  // halves at the run-time length
+    std::string half = c.b.unsqueeze(c.b.op1("Div", {c.b.dim(x, axis), c.b.i64(2)}), {0});
+    std::string ax = c.b.i64s({axis});
+    parts = {c.b.slice_dyn(x, c.b.i64s({0}), half, ax), c.b.slice_dyn(x, half, c.b.i64s({INT64_MAX}), ax)};
+  }
   c.out(n, c.b.op1("Mul", {parts[0], c.b.op1("Sigmoid", {parts[1]})}));
 }
 

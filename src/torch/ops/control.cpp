@@ -74,6 +74,40 @@ std::string subgraph_output(Ctx& c, const TV& v, DType t) {
   return c.b.op1("Identity", {c.tensor_as(v, t)});
 }
 
+// Optional[Tensor] values that control flow may leave None travel as (has, tensor) pairs: `has`
+// a 0-d bool, the tensor an empty placeholder of the right type and rank when there is none.
+bool optional_pair(const TV& a, const TV& b) {
+  bool none_a = a.is_none() && !a.poisoned, none_b = b.is_none() && !b.poisoned;
+  if (none_a && none_b) return false;
+  return none_a || none_b || !a.has.empty() || !b.has.empty();
+}
+
+// The (has, tensor) parts of a value yielded where an Optional is expected.
+std::pair<std::string, std::string> pair_parts(Ctx& c, const TV& v, DType t, int rank) {
+  if (v.is_none()) {
+    // Unknown rank (an If output, whose branches may differ in shape): a scalar stands in; it is
+    // never read while `has` is false.
+    std::vector<int64_t> dims(static_cast<size_t>(std::max(rank, 0)), 0);
+    std::string empty = c.b.op1("ConstantOfShape", {c.b.i64s(dims)},
+                                {Attribute::make_tensor("value", Tensor(t, {1}))});
+    return {c.b.scalar(0, DType::Bool), empty};
+  }
+  if (!v.has.empty()) return {v.has, c.tensor_as(v, t)};
+  return {c.b.scalar(1, DType::Bool), c.tensor_as(v, t)};
+}
+
+bool optional_tensor_type(const TValue* v) {
+  auto o = v->type()->cast<c10::OptionalType>();
+  return o && o->getElementType()->kind() == c10::TypeKind::TensorType;
+}
+
+int known_rank(const TV& v, const Observed* o) {
+  if (v.is_const() && v.c.isTensor()) return static_cast<int>(v.c.toTensor().dim());
+  if (v.kind == TV::Kind::Tensor && v.rank_known) return static_cast<int>(v.shape.size());
+  if (o && o->kind == Observed::Kind::Tensor && o->rank_known) return static_cast<int>(o->sizes.size());
+  return -1;
+}
+
 bool inside(const torch::jit::Block* b, const torch::jit::Block* outer) {
   for (; b; b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
     if (b == outer) return true;
@@ -82,19 +116,54 @@ bool inside(const torch::jit::Block* b, const torch::jit::Block* outer) {
 
 // Lists of tensors defined outside `blocks` and appended to inside them: they leave the If or
 // Loop as sequences. Other in-place list changes have no sequence form here (`error` says so).
-std::vector<const TValue*> mutated_lists(const std::vector<torch::jit::Block*>& blocks, std::string& error) {
+// Ops that change a list in place.
+const std::set<std::string> kListMutators{"aten::append",    "aten::pop",    "aten::insert",  "aten::extend",
+                                          "aten::clear",     "aten::remove", "aten::reverse", "aten::add_",
+                                          "aten::_set_item", "aten::sort",   "aten::Delete"};
+
+// With `tensors` (If), also tensors defined outside that an in-place op inside writes, directly or
+// through views taken inside (x[mask] = v, x[:, 1:].zero_()): they leave the If as results too.
+std::vector<const TValue*> mutated_lists(const std::vector<torch::jit::Block*>& blocks, std::string& error,
+                                         bool tensors = false) {
   std::vector<const TValue*> r;
+  static const std::set<std::string> views{"aten::slice",  "aten::select",    "aten::narrow",
+                                           "aten::view",   "aten::reshape",   "aten::permute",
+                                           "aten::transpose", "aten::t",      "aten::swapaxes",
+                                           "aten::detach", "aten::alias",     "prim::unchecked_cast",
+                                           "aten::squeeze", "aten::unsqueeze", "aten::expand"};
   std::function<void(torch::jit::Block*, torch::jit::Block*)> walk = [&](torch::jit::Block* b,
                                                                           torch::jit::Block* top) {
     for (TNode* m : b->nodes()) {
       for (auto* sub : m->blocks()) walk(sub, top);
-      if (m->inputs().empty() || !is_tensor_list(m->input(0)) || inside(m->input(0)->node()->owningBlock(), top))
-        continue;
+      if (m->inputs().empty()) continue;
       std::string kind = m->kind().toQualString();
-      static const std::set<std::string> mutating{"aten::append", "aten::pop", "aten::insert", "aten::extend",
-                                                  "aten::clear", "aten::_set_item", "aten::remove", "aten::reverse",
-                                                  "aten::add_", "aten::sort"};
-      if (!mutating.count(kind)) continue;
+      if (tensors && kind.size() > 1 && kind.back() == '_' && m->input(0)->type()->cast<c10::TensorType>()) {
+        const TValue* v = m->input(0);
+        while (inside(v->node()->owningBlock(), top) && !v->node()->inputs().empty() &&
+               views.count(v->node()->kind().toQualString()))
+          v = v->node()->input(0);
+        if (!inside(v->node()->owningBlock(), top) && v->type()->cast<c10::TensorType>() &&
+            std::find(r.begin(), r.end(), v) == r.end())
+          r.push_back(v);
+        continue;
+      }
+      if (inside(m->input(0)->node()->owningBlock(), top)) continue;
+      // Dicts are held key by key at conversion time; a branch or iteration that changes one has
+      // no ONNX form here. Found before converting, since an If without results is not converted
+      // at all. The dict is returned with the error, so it is poisoned like the lists.
+      static const std::set<std::string> dict_mutating{"aten::_set_item", "aten::update", "aten::pop",
+                                                       "aten::popitem", "aten::clear", "aten::setdefault",
+                                                       "aten::Delete"};
+      if (m->input(0)->type()->kind() == c10::TypeKind::DictType && dict_mutating.count(kind)) {
+        if (error.empty()) {
+          std::string src = Ctx::source_of(m);
+          error = kind + (src.empty() ? "" : " at " + src) + " changes a dict inside control flow";
+        }
+        if (std::find(r.begin(), r.end(), m->input(0)) == r.end()) r.push_back(m->input(0));
+        continue;
+      }
+      if (!is_tensor_list(m->input(0))) continue;
+      if (!kListMutators.count(kind)) continue;
       if (kind != "aten::append" && error.empty()) {
         std::string src = Ctx::source_of(m);
         error = kind + (src.empty() ? "" : " at " + src) +
@@ -110,9 +179,9 @@ std::vector<const TValue*> mutated_lists(const std::vector<torch::jit::Block*>& 
 // Runs the conversion of an If or Loop; when it fails, the lists it changes are poisoned too, so
 // later readers are skipped like the node's own outputs.
 void with_lists(Ctx& c, const std::vector<torch::jit::Block*>& blocks,
-                const std::function<void(const std::vector<const TValue*>&)>& fn) {
+                const std::function<void(const std::vector<const TValue*>&)>& fn, bool tensors = false) {
   std::string error;
-  auto lists = mutated_lists(blocks, error);
+  auto lists = mutated_lists(blocks, error, tensors);
   try {
     if (!error.empty()) throw UnsupportedError(error);
     fn(lists);
@@ -167,6 +236,8 @@ bool same_const(const TV& a, const TV& b) {
 // One ONNX output of an If: a tensor (or constant both branches agree on), or a sequence.
 struct IfOut {
   bool constant = false, sequence = false;
+  bool has = false;  // the `has` half of an Optional pair (the tensor half follows it)
+  int rank = -1;     // Optional pairs: the tensor's rank, for the placeholder
   TV value;  // when constant
   DType dtype = DType::Undefined;
   const Observed* obs = nullptr;
@@ -187,7 +258,7 @@ void if_(Ctx& c, const TNode* n) {
   }
   auto* b0 = const_cast<torch::jit::Block*>(n->blocks()[0]);
   auto* b1 = const_cast<torch::jit::Block*>(n->blocks()[1]);
-  with_lists(c, {b0, b1}, [&](const std::vector<const TValue*>& lists) { if_lists(c, n, lists); });
+  with_lists(c, {b0, b1}, [&](const std::vector<const TValue*>& lists) { if_lists(c, n, lists); }, true);
 }
 
 void if_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
@@ -220,8 +291,29 @@ void if_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
     const TV &a = th.outs[k], &b = el.outs[k];
     bool list = is_tensor_list(vals[k]) || a.kind == TV::Kind::List || b.kind == TV::Kind::List || a.sequence ||
                 b.sequence;
+    if (!list && optional_pair(a, b)) {
+      kinds[k] = 3;
+      const TV& t = a.is_none() ? b : a;
+      IfOut h;
+      h.has = true;
+      h.dtype = DType::Bool;
+      IfOut o;
+      o.dtype = c.dtype_of(t) != DType::Undefined ? c.dtype_of(t) : value_dtype(c, vals[k]);
+      o.rank = known_rank(t, c.observed(vals[k]));  // -1: the If output declares no rank
+      slots[k].push_back(add(h));
+      slots[k].push_back(add(o));
+      continue;
+    }
     if (!list) {
       IfOut o;
+      // A tensor from before the If that neither branch changed.
+      if (k >= n->outputs().size() && a.kind == TV::Kind::Tensor && b.kind == TV::Kind::Tensor && a.name == b.name &&
+          a.has.empty() && b.has.empty()) {
+        o.constant = true;
+        o.value = a;
+        slots[k].push_back(add(o));
+        continue;
+      }
       o.dtype = value_dtype(c, vals[k]);
       o.obs = c.observed(vals[k]);
       slots[k].push_back(add(o));
@@ -268,14 +360,21 @@ void if_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
           br->g->outputs.push_back({name, sequence_type(o.dtype), {}});
           return;
         }
-        br->g->outputs.push_back(value_info(subgraph_output(c, v, o.dtype), o.dtype, o.obs));
+        // Only the element type: the branch not taken while profiling may yield another shape, or rank.
+        br->g->outputs.push_back({subgraph_output(c, v, o.dtype), Type::tensor(o.dtype), {}});
       };
       for (size_t k = 0; k < vals.size(); ++k) {
         const TV& v = br->outs[k];
-        if (kinds[k] == 1)
+        if (kinds[k] == 1) {
           for (size_t j = 0; j < slots[k].size(); ++j) emit(plan[slots[k][j]], v.items[j]);
-        else
+        } else if (kinds[k] == 3) {
+          const IfOut& o = plan[slots[k][1]];
+          auto [has, t] = pair_parts(c, v, o.dtype, o.rank);
+          br->g->outputs.push_back({c.b.op1("Identity", {has}), Type::tensor(DType::Bool, Shape{}), {}});
+          br->g->outputs.push_back({c.b.op1("Identity", {t}), Type::tensor(o.dtype), {}});
+        } else {
           emit(plan[slots[k][0]], v);
+        }
       }
     } catch (...) {
       c.b.pop_graph();
@@ -304,6 +403,13 @@ void if_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
       std::vector<TV> items;
       for (size_t j : slots[k]) items.push_back(results[j]);
       c.set(vals[k], TV::list(items));
+    } else if (kinds[k] == 3) {
+      TV r = results[slots[k][1]];
+      r.has = results[slots[k][0]].name;
+      int rank = plan[slots[k][1]].rank;
+      r.rank_known = rank >= 0;
+      r.shape.assign(static_cast<size_t>(std::max(rank, 0)), -1);
+      c.set(vals[k], r);
     } else {
       c.set(vals[k], results[slots[k][0]]);
     }
@@ -340,7 +446,8 @@ void loop(Ctx& c, const TNode* n) {
   with_lists(c, {body}, [&](const std::vector<const TValue*>& lists) { loop_lists(c, n, lists); });
 }
 
-// Lists appended to in the body ride along as extra carried sequences.
+// Lists appended to in the body ride along as extra carried sequences; Optional tensors that may
+// be None ride as (has, tensor) pairs.
 void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
   auto* body = const_cast<torch::jit::Block*>(n->blocks()[0]);
   size_t carried = n->inputs().size() - 2;
@@ -355,45 +462,98 @@ void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists)
   std::string cond0;
   const TV& cv = c.in(n, 1);
   if (!(cv.is_const() && cv.c.toBool())) cond0 = c.t_as(n, 1, DType::Bool);
+  // One entry per carried TorchScript value (then per list); a pair takes two ONNX slots.
+  // Invariant: the body passes the value through unchanged (TorchScript carries values whose type it
+  // refines inside the loop, such as an Optional list); it keeps its value and takes no ONNX slot.
+  enum class Kind { Tensor, Sequence, Pair, Invariant };
+  struct Carried {
+    Kind kind;
+    DType dtype;
+    int rank = -1;
+  };
+  std::vector<Carried> cs;
   std::vector<std::string> init;
-  std::vector<DType> types;
-  std::vector<bool> is_seq;
+  // `out` is `in`, directly, through a type refinement, or through ifs whose every branch yields it.
+  std::function<bool(const TValue*, const TValue*)> passes_through = [&](const TValue* out, const TValue* in) {
+    if (out == in) return true;
+    const TNode* p = out->node();
+    if (p->kind() == c10::prim::unchecked_cast) return passes_through(p->input(0), in);
+    if (p->kind() != c10::prim::If) return false;
+    for (const auto* b : p->blocks())
+      if (!passes_through(b->outputs()[out->offset()], in)) return false;
+    return true;
+  };
+  auto invariant = [&](size_t k) {
+    const TValue* in = body->inputs()[k + 1];
+    if (!passes_through(body->outputs()[k + 1], in)) return false;
+    const TV& v = c.in(n, 2 + k);
+    bool plain_tensor = v.kind == TV::Kind::Tensor && v.has.empty() && !v.sequence && !v.packed;
+    if (!v.is_const() && !plain_tensor) return false;
+    for (const auto& use : in->uses())
+      if (kListMutators.count(use.user->kind().toQualString())) return false;
+    return true;
+  };
   for (size_t k = 0; k < carried; ++k) {
     const TV& v = c.in(n, 2 + k);
-    if (is_tensor_list(n->output(k)) || v.kind == TV::Kind::List) {
-      if (!is_tensor_list(n->output(k))) throw UnsupportedError("prim::Loop carrying a list that is not of tensors");
-      types.push_back(list_elem_dtype(c, n->output(k), &v));
-      is_seq.push_back(true);
-      init.push_back(to_sequence(c, v, types.back()).name);
+    if (invariant(k)) {
+      cs.push_back({Kind::Invariant, DType::Undefined});
       continue;
     }
-    types.push_back(value_dtype(c, n->output(k)));
-    is_seq.push_back(false);
-    init.push_back(c.tensor_as(v, types.back()));
+    if (is_tensor_list(n->output(k)) || v.kind == TV::Kind::List) {
+      if (!is_tensor_list(n->output(k))) throw UnsupportedError("prim::Loop carrying a list that is not of tensors");
+      cs.push_back({Kind::Sequence, list_elem_dtype(c, n->output(k), &v)});
+      init.push_back(to_sequence(c, v, cs.back().dtype).name);
+      continue;
+    }
+    if (v.is_none() || !v.has.empty() || optional_tensor_type(n->output(k))) {
+      const Observed* o = c.observed(n->output(k));
+      if (!o || o->dtype == DType::Undefined) o = c.observed(body->outputs()[k + 1]);
+      DType t = !v.is_none() && c.dtype_of(v) != DType::Undefined ? c.dtype_of(v)
+                : o && o->dtype != DType::Undefined          ? o->dtype
+                                                               : DType::Float;
+      int rank = known_rank(v, o);
+      if (rank < 0) throw UnsupportedError("a loop-carried Optional tensor of unknown rank");
+      cs.push_back({Kind::Pair, t, rank});
+      auto [has, val] = pair_parts(c, v, t, rank);
+      init.push_back(has);
+      init.push_back(val);
+      continue;
+    }
+    cs.push_back({Kind::Tensor, value_dtype(c, n->output(k))});
+    init.push_back(c.tensor_as(v, cs.back().dtype));
   }
   for (const TValue* l : lists) {
     const TV& v = c.get(l);
-    types.push_back(list_elem_dtype(c, l, &v));
-    is_seq.push_back(true);
-    init.push_back(to_sequence(c, v, types.back()).name);
+    cs.push_back({Kind::Sequence, list_elem_dtype(c, l, &v)});
+    init.push_back(to_sequence(c, v, cs.back().dtype).name);
   }
-  size_t total = carried + lists.size();
+  auto value_of = [&](size_t k) { return k < carried ? body->inputs()[k + 1] : lists[k - carried]; };
   auto g = std::make_shared<Graph>();
   g->name = c.b.fresh("loop_body");
   std::string iter = c.b.fresh("iter"), cond_in = c.b.fresh("cond_in");
   g->inputs.push_back({iter, Type::tensor(DType::Int64, Shape{}), {}});
   g->inputs.push_back({cond_in, Type::tensor(DType::Bool, Shape{}), {}});
-  TV it = TV::tensor(iter, DType::Int64);
-  c.set(body->inputs()[0], it);
-  for (size_t k = 0; k < total; ++k) {
+  c.set(body->inputs()[0], TV::tensor(iter, DType::Int64));
+  for (size_t k = 0; k < cs.size(); ++k) {
     std::string name = c.b.fresh("carried");
-    const TValue* v = k < carried ? body->inputs()[k + 1] : lists[k - carried];
-    if (is_seq[k]) {
-      g->inputs.push_back({name, sequence_type(types[k]), {}});
-      c.set(v, sequence_tv(name, types[k]));
+    const TValue* v = value_of(k);
+    if (cs[k].kind == Kind::Invariant) {
+      c.set(v, c.in(n, 2 + k));
+    } else if (cs[k].kind == Kind::Sequence) {
+      g->inputs.push_back({name, sequence_type(cs[k].dtype), {}});
+      c.set(v, sequence_tv(name, cs[k].dtype));
+    } else if (cs[k].kind == Kind::Pair) {
+      std::string has = c.b.fresh("carried_has");
+      g->inputs.push_back({has, Type::tensor(DType::Bool, Shape{}), {}});
+      g->inputs.push_back({name, Type::tensor(cs[k].dtype), {}});
+      TV t = TV::tensor(name, cs[k].dtype);
+      t.has = has;
+      t.rank_known = true;
+      t.shape.assign(static_cast<size_t>(cs[k].rank), -1);
+      c.set(v, t);
     } else {
-      g->inputs.push_back(value_info(name, types[k], c.observed(v)));
-      c.set(v, TV::tensor(name, types[k]));
+      g->inputs.push_back(value_info(name, cs[k].dtype, c.observed(v)));
+      c.set(v, TV::tensor(name, cs[k].dtype));
     }
   }
   c.b.push_graph(g.get());
@@ -401,15 +561,20 @@ void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists)
     c.convert_block(body);
     std::string cond_out = subgraph_output(c, c.get(body->outputs()[0]), DType::Bool);
     g->outputs.push_back({cond_out, Type::tensor(DType::Bool, Shape{}), {}});
-    for (size_t k = 0; k < total; ++k) {
+    for (size_t k = 0; k < cs.size(); ++k) {
+      if (cs[k].kind == Kind::Invariant) continue;
       TV v = k < carried ? c.get(body->outputs()[k + 1]) : c.get(lists[k - carried]);
-      if (is_seq[k]) {
-        TV s = to_sequence(c, v, types[k]);
-        g->outputs.push_back({s.name == v.name ? sequence_copy(c, s) : s.name, sequence_type(types[k]), {}});
-        continue;
+      if (cs[k].kind == Kind::Sequence) {
+        TV sq = to_sequence(c, v, cs[k].dtype);
+        g->outputs.push_back({sq.name == v.name ? sequence_copy(c, sq) : sq.name, sequence_type(cs[k].dtype), {}});
+      } else if (cs[k].kind == Kind::Pair) {
+        auto [has, val] = pair_parts(c, v, cs[k].dtype, cs[k].rank);
+        g->outputs.push_back({c.b.op1("Identity", {has}), Type::tensor(DType::Bool, Shape{}), {}});
+        g->outputs.push_back({c.b.op1("Identity", {val}), Type::tensor(cs[k].dtype), {}});
+      } else {
+        std::string out = subgraph_output(c, v, cs[k].dtype);
+        g->outputs.push_back(value_info(out, cs[k].dtype, c.observed(n->output(k))));
       }
-      std::string out = subgraph_output(c, v, types[k]);
-      g->outputs.push_back(value_info(out, types[k], c.observed(n->output(k))));
     }
   } catch (...) {
     c.b.pop_graph();
@@ -419,13 +584,24 @@ void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists)
   c.b.set_origin(src, "prim::Loop");
   std::vector<std::string> in{m, cond0};
   in.insert(in.end(), init.begin(), init.end());
-  if (total == 0) {
-    // A loop with no carried values has no observable effect in a pure graph.
-    return;
-  }
-  auto outs = c.b.op("Loop", in, {Attribute::make_graph("body", g)}, static_cast<int>(total));
-  for (size_t k = 0; k < total; ++k) {
-    TV r = is_seq[k] ? sequence_tv(outs[k], types[k]) : TV::tensor(outs[k], types[k]);
+  for (size_t k = 0; k < carried; ++k)
+    if (cs[k].kind == Kind::Invariant) c.set(n->output(k), c.in(n, 2 + k));
+  if (init.empty()) return;  // a loop with no carried values has no observable effect in a pure graph
+  auto outs = c.b.op("Loop", in, {Attribute::make_graph("body", g)}, static_cast<int>(init.size()));
+  size_t at = 0;
+  for (size_t k = 0; k < cs.size(); ++k) {
+    TV r;
+    if (cs[k].kind == Kind::Invariant) continue;
+    if (cs[k].kind == Kind::Pair) {
+      r = TV::tensor(outs[at + 1], cs[k].dtype);
+      r.has = outs[at];
+      r.rank_known = true;
+      r.shape.assign(static_cast<size_t>(cs[k].rank), -1);
+      at += 2;
+    } else {
+      r = cs[k].kind == Kind::Sequence ? sequence_tv(outs[at], cs[k].dtype) : TV::tensor(outs[at], cs[k].dtype);
+      ++at;
+    }
     if (k < carried)
       c.set(n->output(k), r);
     else

@@ -122,6 +122,28 @@ struct PoolArgs {
   bool ceil = false;
 };
 
+// MaxPool's Indices count over the whole tensor (row-major); torch's over each (n, c) plane:
+// the remainder by the plane's size.
+// `lead`: dims x has before the input's own (1 for an unbatched input pooled as a batch of one).
+std::string pool_indices(Ctx& c, const TNode* n, const std::vector<Attribute>& attrs, const std::string& x, size_t sd,
+                         int64_t lead = 0) {
+  std::vector<int64_t> shape = c.shape(n, 0);
+  auto idx = c.b.op("MaxPool", {x}, attrs, 2)[1];
+  int64_t area = 1;
+  for (size_t i = shape.size() - sd; i < shape.size(); ++i) area = shape[i] < 0 || area < 0 ? -1 : area * shape[i];
+  std::string plane;
+  if (area >= 0) {
+    plane = c.b.i64(area);
+  } else {
+    for (size_t i = shape.size() - sd; i < shape.size(); ++i) {
+      std::string d = c.b.dim(x, static_cast<int64_t>(i) + lead);
+      plane = plane.empty() ? d : c.b.op1("Mul", {plane, d});
+    }
+  }
+  std::string q = c.b.op1("Div", {idx, plane});
+  return c.b.op1("Sub", {idx, c.b.op1("Mul", {q, plane})});
+}
+
 // `divisor`: average pooling that divides each window's sum by this instead of its size.
 void emit_pool(Ctx& c, const TNode* n, const std::string& op, PoolArgs p, bool count_include_pad,
                std::optional<int64_t> divisor = std::nullopt) {
@@ -130,12 +152,33 @@ void emit_pool(Ctx& c, const TNode* n, const std::string& op, PoolArgs p, bool c
   size_t sd = p.kernel.size();
   std::vector<int64_t> in_shape = c.shape(n, 0);
   std::vector<int64_t> spatial(in_shape.end() - static_cast<long>(sd), in_shape.end());
-  if (static_cast<size_t>(r) == sd + 1) throw UnsupportedError("pooling on an unbatched input");
+  // An unbatched input (C, spatial...) pools as a batch of one.
+  bool unbatched = static_cast<size_t>(r) == sd + 1;
+  std::string x = c.t_as(n, 0, t);
+  if (unbatched) x = c.b.unsqueeze(x, {0});
+  auto unbatch = [&](const std::string& y) { return unbatched ? c.b.squeeze(y, {0}) : y; };
   auto stride = p.stride.empty() ? p.kernel : expand(p.stride, sd);
   auto dil = p.dilation.empty() ? std::vector<int64_t>(sd, 1) : expand(p.dilation, sd);
   auto pads = both_sides(expand(p.padding, sd));
+  const std::vector<int64_t> real_pads = pads;
   bool ceil_attr = false;
   if (p.ceil && !ceil_pads(spatial, p.kernel, stride, dil, pads)) ceil_attr = true;
+  // torch's divisor with count_include_pad counts the padding but not the part of the last window
+  // that ceil_mode lets run past it; ONNX counts that too. Per-position divisors, static sizes.
+  std::vector<std::vector<double>> ceil_divisors;
+  if (op == "AveragePool" && count_include_pad && p.ceil && !ceil_attr && !divisor && pads != real_pads) {
+    for (size_t i = 0; i < sd; ++i) {
+      int64_t span = spatial[i] + pads[i] + pads[i + sd] - p.kernel[i];
+      int64_t out = span / stride[i] + 1;
+      std::vector<double> dv;
+      for (int64_t o = 0; o < out; ++o) {
+        int64_t start = o * stride[i] - real_pads[i];
+        int64_t end = std::min(start + p.kernel[i], spatial[i] + real_pads[i + sd]);
+        dv.push_back(static_cast<double>(end - start));
+      }
+      ceil_divisors.push_back(std::move(dv));
+    }
+  }
   if (divisor && ceil_attr) throw UnsupportedError("avg_pool with divisor_override and ceil_mode on dynamic sizes");
   std::vector<Attribute> attrs{Attribute::make_ints("kernel_shape", p.kernel), Attribute::make_ints("strides", stride),
                                Attribute::make_ints("pads", pads)};
@@ -150,7 +193,29 @@ void emit_pool(Ctx& c, const TNode* n, const std::string& op, PoolArgs p, bool c
     attrs.push_back(Attribute::make_int("ceil_mode", 1));
   }
   if (op == "AveragePool") attrs.push_back(Attribute::make_int("count_include_pad", count_include_pad));
-  auto outs = c.b.op(op, {c.t_as(n, 0, t)}, attrs, 1);
+  auto outs = c.b.op(op, {x}, attrs, 1);
+  if (!ceil_divisors.empty()) {
+    Dims dims{1, 1};
+    int64_t count = 1, area = 1;
+    for (const auto& dv : ceil_divisors) {
+      dims.push_back(static_cast<int64_t>(dv.size()));
+      count *= static_cast<int64_t>(dv.size());
+    }
+    for (int64_t k : p.kernel) area *= k;
+    std::vector<float> w(static_cast<size_t>(count));
+    for (int64_t e = 0; e < count; ++e) {
+      double prod = 1;
+      int64_t rest = e;
+      for (size_t i = sd; i-- > 0;) {
+        int64_t len = static_cast<int64_t>(ceil_divisors[i].size());
+        prod *= ceil_divisors[i][static_cast<size_t>(rest % len)];
+        rest /= len;
+      }
+      w[static_cast<size_t>(e)] = static_cast<float>(static_cast<double>(area) / prod);  // ONNX's mean -> torch's
+    }
+    std::string k = c.b.constant(Tensor::from_vector<float>(w, dims), "pool_divisors");
+    outs[0] = c.b.op1("Mul", {outs[0], t == DType::Float ? k : c.b.cast(k, t)});
+  }
   if (divisor) {
     // Every window lies inside the (ceil-extended) padding, so mean * kernel size is its sum.
     int64_t area = 1;
@@ -158,10 +223,11 @@ void emit_pool(Ctx& c, const TNode* n, const std::string& op, PoolArgs p, bool c
     outs[0] = c.b.op1("Div", {c.b.op1("Mul", {outs[0], c.b.scalar(static_cast<double>(area), t)}),
                               c.b.scalar(static_cast<double>(*divisor), t)});
   }
-  c.out(n, 0, outs[0]);
+  c.out(n, 0, unbatch(outs[0]));
   if (n->outputs().size() > 1) {
-    if (n->output(1)->hasUses()) throw UnsupportedError("max pooling indices");
-    c.set(n->output(1), TV::constant(c10::IValue()));
+    if (!n->output(1)->hasUses()) return c.set(n->output(1), TV::constant(c10::IValue()));
+    if (op != "MaxPool") throw UnsupportedError("indices of " + op);
+    c.out(n, 1, unbatch(pool_indices(c, n, attrs, x, sd, unbatched ? 1 : 0)));
   }
 }
 
@@ -229,12 +295,18 @@ void adaptive_pool(Ctx& c, const TNode* n, bool is_max) {
   for (size_t i = 0; i < sd; ++i) {
     int64_t axis = r - static_cast<int64_t>(sd) + static_cast<int64_t>(i);
     int64_t in = spatial[i], o = out[i];
-    if (in < 0) throw UnsupportedError("adaptive pooling over a dynamic size");
     if (in == o) continue;
     std::vector<std::string> parts;
+    // A dynamic length computes the same window bounds at run time.
+    std::string len = in < 0 ? c.b.unsqueeze(c.b.dim(x, axis), {0}) : std::string();
+    auto bound = [&](int64_t j, bool up) {
+      std::string num = c.b.op1("Mul", {len, c.b.i64s({j})});
+      if (up) num = c.b.op1("Add", {num, c.b.i64s({o - 1})});
+      return c.b.op1("Div", {num, c.b.i64s({o})});
+    };
     for (int64_t j = 0; j < o; ++j) {
-      int64_t s = (j * in) / o, e = ((j + 1) * in + o - 1) / o;
-      std::string sl = c.b.slice(y, {s}, {e}, {axis});
+      std::string sl = in >= 0 ? c.b.slice(y, {(j * in) / o}, {((j + 1) * in + o - 1) / o}, {axis})
+                               : c.b.slice_dyn(y, bound(j, false), bound(j + 1, true), c.b.i64s({axis}));
       parts.push_back(c.b.reduce(is_max ? "ReduceMax" : "ReduceMean", sl, {axis}, true));
     }
     y = c.b.concat(parts, axis);
@@ -255,6 +327,7 @@ void register_conv_ops(OpTable& t) {
   t["aten::conv_transpose3d"] = {conv_transpose_nd};
   t["aten::_convolution"] = {convolution};
   t["aten::convolution"] = {convolution};
+  t["aten::_convolution_mode"] = {conv_nd};  // traced conv with padding="same" / "valid"
   t["aten::max_pool1d"] = {max_pool};
   t["aten::max_pool2d"] = {max_pool};
   t["aten::max_pool3d"] = {max_pool};

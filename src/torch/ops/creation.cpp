@@ -93,38 +93,28 @@ void fill(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("Expand", {c.t_as(n, 1, t), c.b.shape_of(c.t(n, 0))}));
 }
 
-// aten::arange(end | start, end | start, end, step, dtype, layout, device, pin)
+// aten::arange(end, ...), arange.start(start, end, ...), arange.start_step(start, end, step, ...):
+// bounds by schema name (the dtype that follows is an int too, and must not be read as one).
 void arange(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
-  size_t nums = n->inputs().size() >= 4 ? n->inputs().size() - 4 : n->inputs().size();
-  // arange.start_out-like overloads: count the leading number arguments.
-  nums = 0;
-  for (const TValue* v : n->inputs()) {
-    auto k = v->type()->kind();
-    if (k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType || k == c10::TypeKind::NumberType ||
-        k == c10::TypeKind::TensorType)
-      ++nums;
-    else
-      break;
-  }
-  std::vector<const TV*> a;
-  for (size_t i = 0; i < nums; ++i) a.push_back(&c.in(n, i));
-  bool all_const = true;
-  for (const TV* v : a) all_const = all_const && v->is_const();
+  const TV* start = c.arg(n, "start");
+  const TV* end = c.arg(n, "end");
+  const TV* step = c.arg(n, "step");
+  if (!end) throw UnsupportedError("aten::arange overload without `end`");
+  bool all_const = end->is_const() && (!start || start->is_const()) && (!step || step->is_const());
   if (all_const || c.b.opset() < 11) {
     if (!all_const) c.b.require(11, "arange with computed bounds (Range)");
-    at::Tensor r = nums == 1   ? at::arange(a[0]->c.toScalar())
-                   : nums == 2 ? at::arange(a[0]->c.toScalar(), a[1]->c.toScalar())
-                               : at::arange(a[0]->c.toScalar(), a[1]->c.toScalar(), a[2]->c.toScalar());
+    at::Scalar s0 = start ? start->c.toScalar() : at::Scalar(int64_t{0});
+    at::Scalar s2 = step ? step->c.toScalar() : at::Scalar(int64_t{1});
+    at::Tensor r = at::arange(s0, end->c.toScalar(), s2);
     return c.out(n, c.b.constant(tensor_from_torch(r.to(scalar_type_from_dtype(t))), "arange"));
   }
-  std::string start = nums >= 2 ? c.tensor_as(*a[0], t) : c.b.scalar(0, t);
-  std::string limit = c.tensor_as(*a[nums >= 2 ? 1 : 0], t);
-  std::string delta = nums == 3 ? c.tensor_as(*a[2], t) : c.b.scalar(1, t);
-  auto to_scalar = [&](const std::string& x, const TV& v) { return v.rank_known && !v.shape.empty() ? c.b.reshape(x, {}) : x; };
-  if (nums >= 2) start = to_scalar(start, *a[0]);
-  limit = to_scalar(limit, *a[nums >= 2 ? 1 : 0]);
-  c.out(n, c.b.op1("Range", {start, limit, delta}));
+  auto bound = [&](const TV* v, double dflt) {
+    if (!v) return c.b.scalar(dflt, t);
+    std::string x = c.tensor_as(*v, t);
+    return v->rank_known && !v->shape.empty() ? c.b.reshape(x, {}) : x;
+  };
+  c.out(n, c.b.op1("Range", {bound(start, 0), bound(end, 0), bound(step, 1)}));
 }
 
 void random(Ctx& c, const TNode* n, const char* op) {
@@ -142,10 +132,23 @@ void randn_like(Ctx& c, const TNode* n) {
 }
 
 void eye(Ctx& c, const TNode* n) {
-  int64_t rows = c.i(n, 0);
-  int64_t cols = n->input(1)->type()->kind() == c10::TypeKind::IntType ? c.i(n, 1) : rows;
-  at::Tensor e = at::eye(rows, cols, at::TensorOptions().dtype(scalar_type_from_dtype(c.out_dtype(n))));
-  c.out(n, c.b.constant(tensor_from_torch(e), "eye"));
+  // eye(n, m, dtype, ...) or eye(n, dtype, ...): by schema name, as dtype is an int too.
+  auto m_at = Ctx::arg_index(n, "m");
+  const TV& rv = c.in(n, 0);
+  const TV& cv = m_at ? c.in(n, *m_at) : rv;
+  if (rv.is_const() && cv.is_const()) {
+    at::Tensor e = at::eye(rv.c.toInt(), cv.c.toInt(), at::TensorOptions().dtype(scalar_type_from_dtype(c.out_dtype(n))));
+    return c.out(n, c.b.constant(tensor_from_torch(e), "eye"));
+  }
+  // Computed sizes: row index == column index over two Ranges.
+  c.b.require(11, "eye with computed sizes (Range)");
+  auto range = [&](const TV& v) {
+    std::string len = c.int_tensor(v);
+    if (v.rank_known && !v.shape.empty()) len = c.b.reshape(len, {});
+    return c.b.op1("Range", {c.b.i64(0), len, c.b.i64(1)});
+  };
+  std::string eq = c.b.op1("Equal", {c.b.unsqueeze(range(rv), {1}), c.b.unsqueeze(range(cv), {0})});
+  c.out(n, c.b.cast(eq, c.out_dtype(n)));
 }
 
 void tri(Ctx& c, const TNode* n, bool upper) {
@@ -179,9 +182,44 @@ void tensor(Ctx& c, const TNode* n) {
 
 }  // namespace
 
+// aten::meshgrid(tensors[, indexing]): input i, flattened, lies along axis i of the grid ("xy" swaps
+// the first two axes) and is expanded to the lengths of all inputs, taken from their shapes so the
+// grid follows dynamic sizes (YOLO heads build it from the feature map's own size).
+void meshgrid(Ctx& c, const TNode* n) {
+  std::vector<TV> in = tensor_list(c, n, 0);
+  const TV* ix = c.arg(n, "indexing");
+  bool xy = ix && ix->is_const() && ix->c.isString() && ix->c.toStringRef() == "xy" && in.size() >= 2;
+  auto axis_of = [&](size_t i) { return xy && i < 2 ? 1 - i : i; };
+  size_t r = in.size();
+  std::vector<std::string> flat(r), lens(r);
+  std::vector<int64_t> static_len(r, -1);
+  for (size_t i = 0; i < r; ++i) {
+    flat[i] = c.b.reshape(c.tensor(in[i]), {-1});
+    size_t a = axis_of(i);
+    lens[a] = c.b.shape_of(flat[i]);
+    if (in[i].rank_known) {
+      int64_t len = 1;
+      for (int64_t d : in[i].shape) len = d < 0 || len < 0 ? -1 : len * d;
+      static_len[a] = len;
+    }
+  }
+  std::string full = r == 1 ? lens[0] : c.b.concat(lens, 0);
+  std::vector<TV> out;
+  for (size_t i = 0; i < r; ++i) {
+    std::vector<int64_t> along(r, 1);
+    along[axis_of(i)] = -1;
+    TV g = TV::tensor(c.b.op1("Expand", {c.b.reshape(flat[i], along), full}), c.dtype_of(in[i]));
+    g.rank_known = true;
+    g.shape = static_len;
+    out.push_back(g);
+  }
+  c.set(n->output(), TV::list(out));
+}
+
 void register_creation_ops(OpTable& t) {
   t["aten::zeros"] = {zeros};
   t["aten::empty"] = {zeros};
+  t["aten::empty_strided"] = {zeros};
   t["aten::ones"] = {ones};
   t["aten::full"] = {full};
   t["aten::zeros_like"] = {zeros_like};
@@ -190,6 +228,7 @@ void register_creation_ops(OpTable& t) {
   t["aten::full_like"] = {full_like};
   t["aten::new_zeros"] = {new_zeros};
   t["aten::new_empty"] = {new_zeros};
+  t["aten::new_empty_strided"] = {new_zeros};
   t["aten::new_ones"] = {new_ones};
   t["aten::new_full"] = {new_full};
   t["aten::fill"] = {fill};
@@ -204,6 +243,7 @@ void register_creation_ops(OpTable& t) {
   t["aten::scalar_tensor"] = {scalar_tensor};
   t["aten::tensor"] = {tensor};
   t["aten::as_tensor"] = {tensor};
+  t["aten::meshgrid"] = {meshgrid};
 }
 
 }  // namespace t2o

@@ -83,7 +83,9 @@ void floordiv(Ctx& c, const TNode* n) {
 void remainder(Ctx& c, const TNode* n) {
   DType out = c.out_dtype(n);
   std::string a = c.t_as(n, 0, out), b = c.t_as(n, 1, out);
-  if (!dtype_is_float(out)) return c.out(n, c.b.op1("Mod", {a, b}, {Attribute::make_int("fmod", 0)}));
+  // Mod arrives in opset 10; before, integers take the floor-division form too.
+  if (!dtype_is_float(out) && c.b.opset() >= 10)
+    return c.out(n, c.b.op1("Mod", {a, b}, {Attribute::make_int("fmod", 0)}));
   c.out(n, c.b.op1("Sub", {a, c.b.op1("Mul", {floor_div(c, a, b, out), b})}));
 }
 
@@ -165,7 +167,11 @@ void not_(Ctx& c, const TNode* n) {
 // Unary ops whose ONNX twin has the same meaning; the input is cast to the output type first.
 template <const char* Op>
 void unary(Ctx& c, const TNode* n) {
-  c.out(n, c.b.op1(Op, {c.t_as(n, 0, c.out_dtype(n))}));
+  DType out = c.out_dtype(n), in = c.dtype(n, 0);
+  // math.ceil / math.floor of a float number give an int: computed on the float, then cast.
+  if (dtype_is_float(in) && !dtype_is_float(out) && out != DType::Undefined)
+    return c.out(n, c.b.cast(c.b.op1(Op, {c.t(n, 0)}), out));
+  c.out(n, c.b.op1(Op, {c.t_as(n, 0, out)}));
 }
 constexpr char kAbs[] = "Abs", kNeg[] = "Neg", kExp[] = "Exp", kLog[] = "Log", kSqrt[] = "Sqrt", kSin[] = "Sin",
                kCos[] = "Cos", kTan[] = "Tan", kAsin[] = "Asin", kAcos[] = "Acos", kAtan[] = "Atan",
@@ -270,7 +276,14 @@ void clamp_max(Ctx& c, const TNode* n) {
 }
 
 void where(Ctx& c, const TNode* n) {
-  if (n->inputs().size() == 1) throw UnsupportedError("aten::where(condition) (use nonzero)");
+  if (n->inputs().size() == 1) {  // where(cond): one index tensor per dim, as nonzero(cond).unbind(1)
+    int r = c.rank(n, 0);
+    std::string nz = c.b.op1("NonZero", {c.t(n, 0)});
+    std::vector<TV> items;
+    for (int d = 0; d < r; ++d)
+      items.push_back(TV::tensor(c.b.op1("Gather", {nz, c.b.i64(d)}, {Attribute::make_int("axis", 0)}), DType::Int64));
+    return c.set(n->output(), TV::list(items));
+  }
   DType t = c.out_dtype(n);
   c.out(n, c.b.op1("Where", {c.t_as(n, 0, DType::Bool), c.t_as(n, 1, t), c.t_as(n, 2, t)}));
 }

@@ -6,7 +6,9 @@ namespace {
 
 void index_select(Ctx& c, const TNode* n) {
   int64_t axis = norm_axis(c.i(n, 1), c.rank(n, 0));
-  c.out(n, c.b.op1("Gather", {c.t(n, 0), c.t_as(n, 2, DType::Int64)}, {Attribute::make_int("axis", axis)}));
+  std::string idx = c.t_as(n, 2, DType::Int64);
+  if (c.rank(n, 2) == 0) idx = c.b.unsqueeze(idx, {0});  // a 0-d index keeps the dim, at size 1
+  c.out(n, c.b.op1("Gather", {c.t(n, 0), idx}, {Attribute::make_int("axis", axis)}));
 }
 
 // Before GatherElements (opset 11), on static shapes: a Gather from the flattened input at

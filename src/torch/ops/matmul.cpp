@@ -37,25 +37,56 @@ void linear(Ctx& c, const TNode* n) {
   c.out(n, y);
 }
 
-// aten::addmm(self, mat1, mat2, beta, alpha)
-void addmm(Ctx& c, const TNode* n) {
-  DType t = c.out_dtype(n);
-  double beta = n->inputs().size() > 3 ? c.f(n, 3) : 1.0, alpha = n->inputs().size() > 4 ? c.f(n, 4) : 1.0;
-  c.out(n, c.b.op1("Gemm", {c.t_as(n, 1, t), c.t_as(n, 2, t), c.t_as(n, 0, t)},
-                   {Attribute::make_float("alpha", static_cast<float>(alpha)),
-                    Attribute::make_float("beta", static_cast<float>(beta))}));
+// beta * self + alpha * product, where beta and alpha are numbers or computed scalars.
+void scaled_sum(Ctx& c, const TNode* n, std::string p, DType t) {
+  const TV* beta = c.arg(n, "beta");
+  const TV* alpha = c.arg(n, "alpha");
+  auto factor = [&](const TV* v, std::string& x) {
+    if (!v || v->is_none()) return true;  // 1
+    if (v->is_const()) {
+      double k = v->c.toScalar().toDouble();
+      if (k == 0.0) return false;
+      if (k != 1.0) x = c.b.op1("Mul", {x, c.b.scalar(k, t)});
+      return true;
+    }
+    x = c.b.op1("Mul", {x, c.tensor_as(*v, t)});
+    return true;
+  };
+  if (!factor(alpha, p)) p = c.b.op1("Mul", {p, c.b.scalar(0.0, t)});
+  std::string s = c.t_as(n, 0, t);
+  // beta == 0: self is ignored (NaN and inf in it do not propagate), as torch documents.
+  if (!factor(beta, s)) return c.out(n, p);
+  c.out(n, c.b.op1("Add", {s, p}));
 }
 
-// aten::baddbmm / addbmm-like: beta*self + alpha*(a @ b)
+// aten::addmm(self, mat1, mat2, beta, alpha): Gemm when both factors are numbers.
+void addmm(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  const TV* beta = c.arg(n, "beta");
+  const TV* alpha = c.arg(n, "alpha");
+  bool numbers = (!beta || beta->is_const()) && (!alpha || alpha->is_const());
+  if (!numbers) return scaled_sum(c, n, c.b.op1("MatMul", {c.t_as(n, 1, t), c.t_as(n, 2, t)}), t);
+  double b = beta && !beta->is_none() ? beta->c.toScalar().toDouble() : 1.0;
+  double a = alpha && !alpha->is_none() ? alpha->c.toScalar().toDouble() : 1.0;
+  c.out(n, c.b.op1("Gemm", {c.t_as(n, 1, t), c.t_as(n, 2, t), c.t_as(n, 0, t)},
+                   {Attribute::make_float("alpha", static_cast<float>(a)),
+                    Attribute::make_float("beta", static_cast<float>(b))}));
+}
+
+// aten::baddbmm(self, batch1, batch2, beta, alpha)
 void baddbmm(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
-  double beta = n->inputs().size() > 3 ? c.f(n, 3) : 1.0, alpha = n->inputs().size() > 4 ? c.f(n, 4) : 1.0;
-  std::string p = c.b.op1("MatMul", {c.t_as(n, 1, t), c.t_as(n, 2, t)});
-  if (alpha != 1.0) p = c.b.op1("Mul", {p, c.b.scalar(alpha, t)});
-  std::string s = c.t_as(n, 0, t);
-  if (beta == 0.0) return c.out(n, p);
-  if (beta != 1.0) s = c.b.op1("Mul", {s, c.b.scalar(beta, t)});
-  c.out(n, c.b.op1("Add", {s, p}));
+  scaled_sum(c, n, c.b.op1("MatMul", {c.t_as(n, 1, t), c.t_as(n, 2, t)}), t);
+}
+
+// aten::bilinear(x1, x2, weight[out, in1, in2], bias): y[..., o] = x1[..., i] W[o, i, j] x2[..., j] + b[o].
+void bilinear(Ctx& c, const TNode* n) {
+  c.b.require(12, "bilinear (Einsum)");
+  DType t = c.out_dtype(n);
+  std::string y = c.b.op1("Einsum", {c.t_as(n, 0, t), c.t_as(n, 2, t), c.t_as(n, 1, t)},
+                          {Attribute::make_string("equation", "...i,oij,...j->...o")});
+  if (!c.is_none(n, 3)) y = c.b.op1("Add", {y, c.t_as(n, 3, t)});
+  c.out(n, y);
 }
 
 void dot(Ctx& c, const TNode* n) {
@@ -98,6 +129,7 @@ void register_matmul_ops(OpTable& t) {
   t["aten::bmm"] = {matmul};
   t["aten::mv"] = {matmul};
   t["aten::linear"] = {linear};
+  t["aten::bilinear"] = {bilinear};
   t["aten::addmm"] = {addmm};
   t["aten::baddbmm"] = {baddbmm};
   t["aten::dot"] = {dot};

@@ -4,18 +4,31 @@
 namespace t2o {
 namespace {
 
-// weight/bias may be None; ONNX wants per-channel tensors.
+// weight/bias may be None; ONNX wants per-channel tensors (of the run-time channel count when
+// that is dynamic).
 std::string param_or(Ctx& c, const TNode* n, size_t i, int64_t channels, double fill, DType t) {
   if (!c.is_none(n, i)) return c.t_as(n, i, t);
-  if (channels < 0) throw UnsupportedError(std::string(n->kind().toQualString()) + " without affine params on a dynamic channel count");
-  return c.b.vec(std::vector<double>(static_cast<size_t>(channels), fill), t);
+  if (channels >= 0) return c.b.vec(std::vector<double>(static_cast<size_t>(channels), fill), t);
+  Tensor v = tensor_from_torch(at::full({1}, fill, at::TensorOptions().dtype(scalar_type_from_dtype(t))));
+  return c.b.op1("ConstantOfShape", {c.b.unsqueeze(c.b.dim(c.t(n, 0), 1), {0})}, {Attribute::make_tensor("value", v)});
 }
+
+std::string normalize(Ctx& c, const std::string& x, const std::vector<int64_t>& axes, double eps, DType t);
+std::string per_channel(Ctx& c, const std::string& p, int r);
 
 // aten::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn)
 void batch_norm(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
-  if (c.flag(n, 5) && (c.is_none(n, 3) || c.is_none(n, 4)))
-    throw UnsupportedError("aten::batch_norm using batch statistics (no running stats)");
+  if (c.flag(n, 5) && (c.is_none(n, 3) || c.is_none(n, 4))) {
+    // No running statistics (track_running_stats=False): eval normalizes by the batch's own.
+    int r = c.rank(n, 0);
+    std::vector<int64_t> axes{0};
+    for (int i = 2; i < r; ++i) axes.push_back(i);
+    std::string y = normalize(c, c.t_as(n, 0, t), axes, c.f(n, 7), t);
+    if (!c.is_none(n, 1)) y = c.b.op1("Mul", {y, per_channel(c, c.t_as(n, 1, t), r)});
+    if (!c.is_none(n, 2)) y = c.b.op1("Add", {y, per_channel(c, c.t_as(n, 2, t), r)});
+    return c.out(n, y);
+  }
   int64_t ch = c.shape(n, 0).at(1);
   if (c.in(n, 3).is_const() && c.in(n, 3).c.isTensor()) ch = c.in(n, 3).c.toTensor().numel();
   std::vector<std::string> in{c.t_as(n, 0, t), param_or(c, n, 1, ch, 1, t), param_or(c, n, 2, ch, 0, t),

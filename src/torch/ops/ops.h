@@ -21,8 +21,26 @@ void register_creation_ops(OpTable& t);
 void register_resize_ops(OpTable& t);
 void register_rnn_ops(OpTable& t);
 void register_cell_ops(OpTable& t);
-void register_pitfall_ops(OpTable& t);  // wraps entries above: call last
+void register_pitfall_ops(OpTable& t);  // wraps entries of the others: call last
 void register_attention_ops(OpTable& t);
+void register_sampling_ops(OpTable& t);
+void register_loss_ops(OpTable& t);
+void register_stats_ops(OpTable& t);
+void register_cumulative_ops(OpTable& t);
+void register_layout_ops(OpTable& t);
+void register_window_ops(OpTable& t);
+void register_linalg_ops(OpTable& t);
+void register_index_update_ops(OpTable& t);
+void register_selection_ops(OpTable& t);
+void register_math_fn_ops(OpTable& t);
+void register_nn_form_ops(OpTable& t);
+void register_range_ops(OpTable& t);
+void register_dict_ops(OpTable& t);  // wraps list forms of __getitem__, len, __contains__: after prim
+void register_detection_ops(OpTable& t);
+void register_assorted_ops(OpTable& t);
+void register_spectral_ops(OpTable& t);
+// Converters of ops given complex tensors (ops/spectral.cpp); no other op may take one.
+const OpTable& complex_op_table();
 // List forms of ops that share a name with tensor ops (aten::add, aten::slice).
 void list_add(Ctx& c, const TNode* n);
 void list_slice(Ctx& c, const TNode* n);

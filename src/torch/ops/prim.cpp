@@ -1,4 +1,6 @@
 // prim:: ops and the scalar/list plumbing of TorchScript (sizes, numbers, lists, casts).
+#include <algorithm>
+
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -49,6 +51,13 @@ void list_unpack(Ctx& c, const TNode* n) {
 void list_index(Ctx& c, const TNode* n) {
   if (c.in(n, 0).sequence) return c.set(n->output(), sequence_at(c, c.in(n, 0), c.int_tensor(c.in(n, 1))));
   auto items = items_of(c, n, 0);
+  if (!c.is_const(n, 1)) {  // a computed index into a list of tensors: read it as a sequence
+    if (n->output()->type()->kind() != c10::TypeKind::TensorType)
+      throw UnsupportedError("a computed index into a list of numbers");
+    DType t = c.out_dtype(n);
+    TV seq = to_sequence(c, TV::list(items), t);
+    return c.set(n->output(), sequence_at(c, seq, c.int_tensor(c.in(n, 1))));
+  }
   int64_t i = c.i(n, 1);
   if (i < 0) i += static_cast<int64_t>(items.size());
   c.set(n->output(), items.at(static_cast<size_t>(i)));
@@ -89,6 +98,9 @@ void size(Ctx& c, const TNode* n) {
   c.set(n->output(), TV::list(items));
 }
 
+// A traced x.shape read as a tensor (torchvision's detectors under tracing): Shape, never the traced sizes.
+void shape_as_tensor(Ctx& c, const TNode* n) { c.out(n, c.b.shape_of(c.t(n, 0))); }
+
 void dim(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(static_cast<int64_t>(c.rank(n, 0)))); }
 
 void numel(Ctx& c, const TNode* n) {
@@ -114,6 +126,10 @@ void to_number(Ctx& c, const TNode* n) {
 
 void is_none(Ctx& c, const TNode* n) {
   bool a = c.is_none(n, 0), b = c.is_none(n, 1);
+  bool is = n->kind() == c10::Symbol::fromQualString("aten::__is__");
+  // An Optional that control flow may leave None: decided at run time.
+  const TV* opt = !c.in(n, 0).has.empty() && b ? &c.in(n, 0) : !c.in(n, 1).has.empty() && a ? &c.in(n, 1) : nullptr;
+  if (opt) return c.out(n, is ? c.b.op1("Not", {opt->has}) : c.b.op1("Identity", {opt->has}));
   bool same = a && b;
   if (!a && !b) {
     // Identity of two tensors: the same ONNX value means the same object (MHA's `query is key`).
@@ -123,7 +139,6 @@ void is_none(Ctx& c, const TNode* n) {
       throw UnsupportedError("aten::__is__ between two non-tensor values");
     same = x.name == y.name;
   }
-  bool is = n->kind() == c10::Symbol::fromQualString("aten::__is__");
   c.set(n->output(), TV::constant(is ? same : !same));
 }
 
@@ -150,6 +165,49 @@ void append(Ctx& c, const TNode* n) {
   c.set(n->output(), list);
 }
 
+// Element-wise known lists changed in place: pop, del, insert (constant positions).
+std::vector<TV>& mutable_items(Ctx& c, const TNode* n) {
+  TV& list = c.get_mut(n->input(0));
+  if (list.is_const() && list.c.isList()) {
+    std::vector<TV> items;
+    for (const auto& e : list.c.toListRef()) items.push_back(TV::constant(e));
+    list = TV::list(items);
+  }
+  if (list.kind != TV::Kind::List)
+    throw UnsupportedError(std::string(n->kind().toQualString()) + " on a list that is not known element-wise");
+  return list.items;
+}
+
+size_t list_pos(Ctx& c, const TNode* n, size_t i, size_t len, bool end_ok, int64_t dflt) {
+  int64_t k = i < n->inputs().size() ? c.i(n, i) : dflt;
+  if (k < 0) k += static_cast<int64_t>(len);
+  if (k < 0 || k > static_cast<int64_t>(len) || (!end_ok && k == static_cast<int64_t>(len)))
+    throw UnsupportedError(std::string(n->kind().toQualString()) + " index out of range");
+  return static_cast<size_t>(k);
+}
+
+void list_pop(Ctx& c, const TNode* n) {
+  auto& items = mutable_items(c, n);
+  size_t k = list_pos(c, n, 1, items.size(), false, -1);
+  TV v = items[k];
+  items.erase(items.begin() + static_cast<long>(k));
+  c.set(n->output(), v);
+}
+
+void list_delete(Ctx& c, const TNode* n) {
+  auto& items = mutable_items(c, n);
+  items.erase(items.begin() + static_cast<long>(list_pos(c, n, 1, items.size(), false, 0)));
+}
+
+void list_insert(Ctx& c, const TNode* n) {
+  auto& items = mutable_items(c, n);
+  // Python's insert clamps the position.
+  int64_t k = c.i(n, 1), len = static_cast<int64_t>(items.size());
+  if (k < 0) k = std::max<int64_t>(0, k + len);
+  k = std::min(k, len);
+  items.insert(items.begin() + static_cast<long>(k), c.in(n, 2));
+}
+
 void none_out(Ctx& c, const TNode* n) {
   for (const TValue* o : n->outputs()) c.set(o, TV::constant(c10::IValue()));
 }
@@ -159,6 +217,18 @@ void prim_dtype(Ctx& c, const TNode* n) {
 }
 
 void prim_device(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(c10::Device(c10::kCPU))); }
+// aten::copy_(self, src) / zero_(self): self's dtype and shape (src broadcast to it). The write
+// reaches the tensor self views through Ctx::write_through.
+void copy(Ctx& c, const TNode* n) {
+  DType t = c.dtype(n, 0);
+  c.out(n, c.b.op1("Expand", {c.t_as(n, 1, t), c.b.shape_of(c.t(n, 0))}));
+}
+void zero(Ctx& c, const TNode* n) {
+  c.out(n, c.b.op1("Expand", {c.b.scalar(0, c.dtype(n, 0)), c.b.shape_of(c.t(n, 0))}));
+}
+
+// device.type: conversion runs on the CPU ("batch_sizes should always be on CPU" checks).
+void device_type(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(std::string("cpu"))); }
 
 // Strings only feed assertion and warning messages, which the ONNX graph does not keep.
 void message(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(std::string("<message>"))); }
@@ -173,6 +243,50 @@ void is_floating_point(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant
 void to(Ctx& c, const TNode* n) {
   DType want = c.out_dtype(n);
   c.out(n, c.t_as(n, 0, want));
+}
+
+// prim::min / prim::max of two numbers or of a list of them (enumerate() over a list of tensors
+// takes min(len, ...) as its trip count).
+template <bool IsMax>
+void number_min_max(Ctx& c, const TNode* n) {
+  std::vector<TV> xs = n->inputs().size() == 1 ? items_of(c, n, 0) : std::vector<TV>{c.in(n, 0), c.in(n, 1)};
+  if (xs.empty()) throw Error(std::string(n->kind().toQualString()) + "() of an empty list");
+  if (std::all_of(xs.begin(), xs.end(), [](const TV& x) { return x.is_const(); })) {
+    c10::IValue best = xs[0].c;
+    for (const TV& x : xs) {
+      double v = x.c.toScalar().toDouble(), b = best.toScalar().toDouble();
+      if (IsMax ? v > b : v < b) best = x.c;
+    }
+    return c.set(n->output(), TV::constant(best));
+  }
+  DType t = c.out_dtype(n);
+  std::vector<std::string> parts;
+  for (const TV& x : xs) parts.push_back(c.tensor_as(x, t));
+  TV r = TV::tensor(parts.size() == 1 ? parts[0] : c.b.op1(IsMax ? "Max" : "Min", parts), t);
+  r.number = true;
+  r.rank_known = true;
+  c.set(n->output(), r);
+}
+
+// prim::isinstance[types=...](x), from x's static type; where that is a union (Optional, Union, Any),
+// from what x holds at conversion time. Lists, tuples and dicts match by kind: `isinstance(x, list)`
+// names no element type.
+void isinstance(Ctx& c, const TNode* n) {
+  c10::TypePtr have = n->input()->type();
+  auto k = have->kind();
+  if (k == c10::TypeKind::UnionType || k == c10::TypeKind::OptionalType || k == c10::TypeKind::AnyType) {
+    const TV& v = c.in(n, 0);
+    if (v.is_const()) have = v.c.type();
+    else if (v.kind == TV::Kind::Tensor) have = v.sequence ? c10::TypePtr(c10::ListType::ofTensors()) : c10::TensorType::get();
+    else throw UnsupportedError("prim::isinstance on a list or tuple held as a union");
+  }
+  bool r = false;
+  for (const c10::TypePtr& want : n->tys(c10::attr::types)) {
+    auto wk = want->kind();
+    bool container = wk == c10::TypeKind::ListType || wk == c10::TypeKind::TupleType || wk == c10::TypeKind::DictType;
+    r = r || (container ? wk == have->kind() : have->isSubtypeOf(*want));
+  }
+  c.set(n->output(), TV::constant(r));
 }
 
 }  // namespace
@@ -218,6 +332,7 @@ void register_prim_ops(OpTable& t) {
   t["aten::len"] = {list_len};
   t["aten::size"] = {size};
   t["prim::shape"] = {size};
+  t["aten::_shape_as_tensor"] = {shape_as_tensor};
   t["aten::dim"] = {dim};
   t["aten::numel"] = {numel};
   t["prim::NumToTensor"] = {num_to_tensor};
@@ -225,11 +340,16 @@ void register_prim_ops(OpTable& t) {
   t["aten::Float"] = {to_number};
   t["aten::Bool"] = {to_number};
   t["aten::ScalarImplicit"] = {to_number};
+  t["aten::IntImplicit"] = {to_number};
+  t["aten::FloatImplicit"] = {to_number};
   t["aten::item"] = {to_number};
   t["aten::__is__"] = {is_none};
   t["aten::__isnot__"] = {is_none};
   t["aten::__not__"] = {not_};
   t["prim::unchecked_cast"] = {identity};
+  t["prim::isinstance"] = {isinstance};
+  t["prim::min"] = {number_min_max<false>};
+  t["prim::max"] = {number_min_max<true>};
   t["aten::list"] = {identity};
   t["aten::detach"] = {identity};
   t["aten::contiguous"] = {identity};
@@ -242,10 +362,17 @@ void register_prim_ops(OpTable& t) {
   t["aten::warn"] = {nothing};
   t["aten::format"] = {message};
   t["aten::append"] = {append};
+  t["aten::pop"] = {list_pop};
+  t["aten::Delete"] = {list_delete};
+  t["aten::insert"] = {list_insert};
   t["prim::RaiseException"] = {nothing};
   t["prim::Uninitialized"] = {none_out};
   t["prim::dtype"] = {prim_dtype};
   t["prim::device"] = {prim_device};
+  t["prim::type"] = {device_type};
+  t["aten::cpu"] = {identity};
+  t["aten::copy"] = {copy};
+  t["aten::zero"] = {zero};
   t["aten::is_floating_point"] = {is_floating_point};
   t["aten::is_autocast_enabled"] = {false_const};
   t["prim::is_cuda"] = {false_const};

@@ -1,4 +1,5 @@
-// Reductions, softmax family, arg/top-k/sort, cumsum, norms.
+// Reductions, softmax family, arg/top-k/sort, cumsum (variance and std are in stats.cpp, p-norms in
+// linalg.cpp).
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -57,8 +58,10 @@ void arg(Ctx& c, const TNode* n, const char* op) {
   std::string x = c.t(n, 0);
   bool keep = n->inputs().size() > 2 && c.flag(n, 2);
   if (c.is_none(n, 1)) {
-    x = c.b.reshape(x, {-1});
-    return c.out(n, c.b.op1(op, {x}, {Attribute::make_int("axis", 0), Attribute::make_int("keepdims", 0)}));
+    int r = c.rank(n, 0);
+    std::string y = c.b.op1(op, {c.b.reshape(x, {-1})}, {Attribute::make_int("axis", 0), Attribute::make_int("keepdims", 0)});
+    // The index into the flattened tensor; keepdim keeps every dim, at size 1.
+    return c.out(n, keep ? c.b.reshape(y, std::vector<int64_t>(static_cast<size_t>(r), 1)) : y);
   }
   int64_t axis = norm_axis(c.i(n, 1), c.rank(n, 0));
   c.out(n, c.b.op1(op, {x}, {Attribute::make_int("axis", axis), Attribute::make_int("keepdims", keep)}));
@@ -73,54 +76,6 @@ void softmax_like(Ctx& c, const TNode* n, const std::string& op) {
 }
 void softmax(Ctx& c, const TNode* n) { softmax_like(c, n, "Softmax"); }
 void log_softmax(Ctx& c, const TNode* n) { softmax_like(c, n, "LogSoftmax"); }
-
-// aten::var/std(x, dims, unbiased|correction, keepdim)
-void var_std(Ctx& c, const TNode* n, bool is_std) {
-  DType t = c.out_dtype(n);
-  int r = c.rank(n, 0);
-  std::string x = c.t_as(n, 0, t);
-  std::vector<int64_t> axes;
-  bool keep = false;
-  double correction = 1;
-  if (n->inputs().size() == 2) {  // var(x, unbiased)
-    correction = c.flag(n, 1) ? 1 : 0;
-  } else {
-    axes = dims_arg(c, n, 1, r);
-    const TV& corr = c.in(n, 2);
-    if (corr.is_const() && corr.c.isBool()) correction = corr.c.toBool() ? 1 : 0;
-    else if (corr.is_const() && !corr.c.isNone()) correction = corr.c.toScalar().toDouble();
-    keep = n->inputs().size() > 3 && c.flag(n, 3);
-  }
-  auto shape = c.shape(n, 0);
-  int64_t count = 1;
-  if (axes.empty())
-    for (int64_t s : shape) count = s < 0 || count < 0 ? -1 : count * s;
-  else
-    for (int64_t a : axes) count = shape[static_cast<size_t>(a)] < 0 || count < 0 ? -1 : count * shape[static_cast<size_t>(a)];
-  if (count < 0) throw UnsupportedError(std::string(n->kind().toQualString()) + " over dynamic dims");
-  std::string mean = c.b.reduce("ReduceMean", x, axes, true);
-  std::string d = c.b.op1("Sub", {x, mean});
-  std::string ss = c.b.reduce("ReduceSum", c.b.op1("Mul", {d, d}), axes, keep);
-  std::string v = c.b.op1("Div", {ss, c.b.scalar(static_cast<double>(count) - correction, t)});
-  c.out(n, is_std ? c.b.op1("Sqrt", {v}) : v);
-}
-void var(Ctx& c, const TNode* n) { var_std(c, n, false); }
-void std_(Ctx& c, const TNode* n) { var_std(c, n, true); }
-
-// aten::norm(x, p, dim, keepdim) / aten::linalg_vector_norm(x, ord, dim, keepdim, dtype)
-void norm(Ctx& c, const TNode* n) {
-  DType t = c.out_dtype(n);
-  int r = c.rank(n, 0);
-  double p = c.is_none(n, 1) ? 2.0 : c.f(n, 1);
-  std::vector<int64_t> axes = n->inputs().size() > 2 ? dims_arg(c, n, 2, r) : std::vector<int64_t>{};
-  bool keep = n->inputs().size() > 3 && c.flag(n, 3);
-  std::string x = c.t_as(n, 0, t);
-  if (p == 2.0) return c.out(n, c.b.reduce("ReduceL2", x, axes, keep));
-  if (p == 1.0) return c.out(n, c.b.reduce("ReduceL1", x, axes, keep));
-  if (std::isinf(p)) return c.out(n, c.b.reduce(p > 0 ? "ReduceMax" : "ReduceMin", c.b.op1("Abs", {x}), axes, keep));
-  std::string s = c.b.reduce("ReduceSum", c.b.op1("Pow", {c.b.op1("Abs", {x}), c.b.scalar(p, t)}), axes, keep);
-  c.out(n, c.b.op1("Pow", {s, c.b.scalar(1.0 / p, t)}));
-}
 
 void frobenius(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
@@ -171,7 +126,10 @@ void cumsum(Ctx& c, const TNode* n) {
 // aten::topk(x, k, dim, largest, sorted)
 void topk(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
-  auto outs = c.b.topk(c.t(n, 0), c.i(n, 1), norm_axis(c.i(n, 2), r), c.flag(n, 3), c.flag(n, 4));
+  int64_t axis = norm_axis(c.i(n, 2), r);
+  auto outs = c.is_const(n, 1) ? c.b.topk(c.t(n, 0), c.i(n, 1), axis, c.flag(n, 3), c.flag(n, 4))
+                               : c.b.topk_dyn(c.t(n, 0), c.b.unsqueeze(c.int_tensor(c.in(n, 1)), {0}), axis,
+                                              c.flag(n, 3), c.flag(n, 4));
   c.out(n, 0, outs[0]);
   c.out(n, 1, outs[1]);
 }
@@ -183,8 +141,9 @@ void sort(Ctx& c, const TNode* n, bool indices_only) {
   int64_t axis = norm_axis(c.i(n, di), r);
   bool desc = c.flag(n, di + 1);
   int64_t len = c.shape(n, 0).at(static_cast<size_t>(axis));
-  if (len < 0) throw UnsupportedError("aten::sort along a dynamic dimension");
-  auto outs = c.b.topk(c.t(n, 0), len, axis, desc, true);
+  std::string x = c.t(n, 0);
+  auto outs = len >= 0 ? c.b.topk(x, len, axis, desc, true)
+                       : c.b.topk_dyn(x, c.b.unsqueeze(c.b.dim(x, axis), {0}), axis, desc, true);
   if (indices_only) return c.out(n, outs[1]);
   c.out(n, 0, outs[0]);
   c.out(n, 1, outs[1]);
@@ -206,10 +165,6 @@ void register_reduce_ops(OpTable& t) {
   t["aten::argmin"] = {argmin};
   t["aten::softmax"] = {softmax};
   t["aten::log_softmax"] = {log_softmax};
-  t["aten::var"] = {var};
-  t["aten::std"] = {std_};
-  t["aten::norm"] = {norm};
-  t["aten::linalg_vector_norm"] = {norm};
   t["aten::frobenius_norm"] = {frobenius};
   t["aten::logsumexp"] = {logsumexp};
   t["aten::all"] = {all};

@@ -1,6 +1,7 @@
 // Padding (constant/reflect/replicate/circular), interpolation (nearest, nearest-exact, linear,
 // bilinear, trilinear, bicubic with align_corners), pixel shuffle.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "torch/ops/ops.h"
@@ -19,19 +20,43 @@ std::vector<int64_t> onnx_pads(const std::vector<int64_t>& p, int r) {
   return pads;
 }
 
+// Pads given as a list with computed elements (UNet's size differences): the ONNX pads tensor is
+// gathered from torch's list, with zeros for the dims it leaves alone. Needs Pad's input form.
+std::string computed_pads(Ctx& c, const TNode* n, int r) {
+  c.b.require(11, "Pad with computed pads");
+  const TV& list = c.in(n, 1);
+  size_t len = list.kind == TV::Kind::List ? list.items.size() : 0;
+  if (len == 0 || len % 2) throw UnsupportedError("pad with a computed list of unknown length");
+  std::string p = c.b.concat({c.ints_tensor(list), c.b.i64s({0})}, 0);
+  std::vector<int64_t> idx(static_cast<size_t>(2 * r), static_cast<int64_t>(len));
+  for (size_t i = 0; i + 1 < len; i += 2) {
+    size_t dim = static_cast<size_t>(r - 1) - i / 2;
+    idx[dim] = static_cast<int64_t>(i);
+    idx[dim + static_cast<size_t>(r)] = static_cast<int64_t>(i + 1);
+  }
+  return c.b.op1("Gather", {p, c.b.i64s(idx)}, {Attribute::make_int("axis", 0)});
+}
+
 void emit_pad(Ctx& c, const TNode* n, const std::string& mode, double value) {
   DType t = c.out_dtype(n);
   int r = c.rank(n, 0);
-  auto p = c.ints(n, 1);
   std::string x = c.t_as(n, 0, t);
-  if (mode == "circular") {
-    auto shape = c.shape(n, 0);
+  const TV& list = c.in(n, 1);
+  bool computed = list.kind == TV::Kind::List &&
+                  std::any_of(list.items.begin(), list.items.end(), [](const TV& e) { return !e.is_const(); });
+  if (computed) {
+    if (mode == "circular") throw UnsupportedError("circular padding by computed amounts");
+    std::vector<std::string> in{x, computed_pads(c, n, r)};
+    if (mode == "constant") in.push_back(c.b.scalar(value, t));
+    return c.out(n, c.b.op1("Pad", in, {Attribute::make_string("mode", mode)}));
+  }
+  auto p = c.ints(n, 1);
+  if (mode == "circular") {  // the last lo elements, x, the first hi: no length needed
     for (size_t i = 0; i + 1 < p.size(); i += 2) {
-      int64_t axis = r - 1 - static_cast<int64_t>(i / 2), len = shape[static_cast<size_t>(axis)];
+      int64_t axis = r - 1 - static_cast<int64_t>(i / 2);
       int64_t lo = p[i], hi = p[i + 1];
-      if (len < 0) throw UnsupportedError("circular padding of a dynamic dimension");
       std::vector<std::string> parts;
-      if (lo > 0) parts.push_back(c.b.slice(x, {len - lo}, {len}, {axis}));
+      if (lo > 0) parts.push_back(c.b.slice(x, {-lo}, {INT64_MAX}, {axis}));
       parts.push_back(x);
       if (hi > 0) parts.push_back(c.b.slice(x, {0}, {hi}, {axis}));
       x = c.b.concat(parts, axis);
@@ -138,6 +163,41 @@ std::string resize_by_gather(Ctx& c, std::string x, const Interp& m, const std::
   return x;
 }
 
+// The scale factors the call gave (F.interpolate(scale_factor=...)): torch then maps coordinates by
+// 1/scale, not by in/out, so ONNX must get the same scales. Empty when the call gave sizes.
+// With `sizing`, the scales also when recompute_scale_factor=True (torch then computes the output
+// size from them, and maps coordinates by in/out of that size).
+std::vector<double> given_scales(Ctx& c, const TNode* n, size_t spatial, bool sizing = false) {
+  std::vector<double> s;
+  const TV* v = c.arg(n, "scale_factors");
+  if (!v) v = c.arg(n, "scale_factor");  // aten::__interpolate
+  const TV* recompute = c.arg(n, "recompute_scale_factor");
+  if (!sizing && recompute && recompute->is_const() && recompute->c.isBool() && recompute->c.toBool()) return {};
+  // The builtin always sizes the output from the scales and maps coordinates by in/out (what
+  // F.interpolate did before 1.5), whatever recompute_scale_factor says.
+  if (!sizing && n->kind() == c10::Symbol::fromQualString("aten::__interpolate")) return {};
+  if (v && v->is_const() && v->c.isDouble()) {
+    s.push_back(v->c.toDouble());
+  } else if (v && v->is_const() && v->c.isDoubleList()) {
+    s = v->c.toDoubleVector();
+  } else if (v && v->kind == TV::Kind::List) {  // built by F.interpolate's loop
+    for (const TV& e : v->items) {
+      if (!e.is_const() || !(e.c.isDouble() || e.c.isInt())) return {};
+      s.push_back(e.c.toScalar().toDouble());
+    }
+  } else {
+    for (const char* name : {"scales_d", "scales_h", "scales_w", "scales"}) {
+      const TV* e = c.arg(n, name);
+      if (!e) continue;
+      if (!e->is_const() || !e->c.isDouble()) return {};
+      s.push_back(e->c.toDouble());
+    }
+  }
+  if (s.size() == 1 && spatial > 1) s.assign(spatial, s[0]);
+  if (s.size() != spatial) return {};
+  return s;
+}
+
 void emit_resize(Ctx& c, const TNode* n, const Interp& m) {
   DType t = c.out_dtype(n);
   std::string x = c.t_as(n, 0, t);
@@ -149,7 +209,8 @@ void emit_resize(Ctx& c, const TNode* n, const Interp& m) {
     if (i >= 2 && (in[i] < 0 || out[i] < 0)) spatial_static = false;
     scales.push_back(i < 2 || !spatial_static ? 1.0 : static_cast<double>(out[i]) / static_cast<double>(in[i]));
   }
-  if (!spatial_static) throw UnsupportedError(std::string(n->kind().toQualString()) + " with dynamic spatial sizes");
+  std::vector<double> given = given_scales(c, n, r - 2);
+  if (!spatial_static) c.b.require(11, std::string(n->kind().toQualString()) + " with dynamic spatial sizes (Resize)");
   if (c.b.opset() < 11) {
     // Upsample (9) and Resize (10) pick floor(i / scale): torch's nearest when every scale is whole.
     bool whole = true;
@@ -164,16 +225,47 @@ void emit_resize(Ctx& c, const TNode* n, const Interp& m) {
                                Attribute::make_string("coordinate_transformation_mode", m.coord)};
   if (m.mode == "nearest") attrs.push_back(Attribute::make_string("nearest_mode", m.nearest));
   if (m.mode == "cubic") attrs.push_back(Attribute::make_float("cubic_coeff_a", -0.75f));
-  // Sizes keep N and C from the input, so a dynamic batch still works.
+  std::string roi = c.b.opset() >= 13 ? std::string() : c.b.vec({}, DType::Float);
+  if (!given.empty()) {
+    std::vector<double> sc{1.0, 1.0};
+    sc.insert(sc.end(), given.begin(), given.end());
+    return c.out(n, c.b.op1("Resize", {x, roi, c.b.vec(sc, DType::Float)}, attrs));
+  }
+  // Sizes keep N and C from the input, so a dynamic batch still works; spatial sizes are the
+  // call's output_size, computed when the model computes them.
   std::vector<int64_t> spatial(out.begin() + 2, out.end());
   std::string sizes;
-  if (in[0] >= 0 && in[1] >= 0) {
+  const TV* osz = c.arg(n, "output_size");
+  if (!osz) osz = c.arg(n, "size");  // aten::__interpolate
+  TV one_size;  // one size for every spatial axis
+  if (osz && osz->is_const() && osz->c.isInt()) {
+    one_size = TV::constant(c10::IValue(std::vector<int64_t>(r - 2, osz->c.toInt())));
+    osz = &one_size;
+  }
+  bool osz_computed = osz && !osz->is_none() && !osz->is_const();
+  // A constant output_size from an input of varying size (detectors resize every image to 320x320).
+  bool osz_fixed = osz && !osz->is_none() && osz->is_const() && osz->c.isIntList();
+  if (in[0] >= 0 && in[1] >= 0 && spatial_static) {
     sizes = c.b.i64s(out);
   } else {
-    std::string nc = c.b.slice(c.b.shape_of(x), {0}, {2}, {0});
-    sizes = c.b.concat({nc, c.b.i64s(spatial)}, 0);
+    std::string shape = c.b.shape_of(x);
+    std::string nc = c.b.slice(shape, {0}, {2}, {0});
+    std::string spatial_sizes;
+    if (osz_computed) {
+      spatial_sizes = c.ints_tensor(*osz);
+    } else if (osz_fixed) {
+      spatial_sizes = c.b.i64s(osz->c.toIntVector());
+    } else if (std::vector<double> sc = given_scales(c, n, r - 2, true); !spatial_static && !sc.empty()) {
+      // floor(in * scale), as torch sizes the output from recomputed scales
+      std::string in_sp = c.b.cast(c.b.slice(shape, {2}, {static_cast<int64_t>(r)}, {0}), DType::Double);
+      spatial_sizes = c.b.cast(c.b.op1("Floor", {c.b.op1("Mul", {in_sp, c.b.vec(sc, DType::Double)})}), DType::Int64);
+    } else if (spatial_static) {
+      spatial_sizes = c.b.i64s(spatial);
+    } else {
+      throw UnsupportedError(std::string(n->kind().toQualString()) + " to a size that varies but is not computed");
+    }
+    sizes = c.b.concat({nc, spatial_sizes}, 0);
   }
-  std::string roi = c.b.opset() >= 13 ? std::string() : c.b.vec({}, DType::Float);
   std::string empty_scales = c.b.vec({}, DType::Float);
   c.out(n, c.b.op1("Resize", {x, roi, c.b.opset() >= 13 ? std::string() : empty_scales, sizes}, attrs));
 }
@@ -189,6 +281,21 @@ void linear(Ctx& c, const TNode* n, const std::string& mode) {
 void bilinear(Ctx& c, const TNode* n) { linear(c, n, "linear"); }
 void bicubic(Ctx& c, const TNode* n) { linear(c, n, "cubic"); }
 
+// aten::__interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
+// what F.interpolate compiles to in some scripted code; the same forms as the upsample ops.
+void interpolate(Ctx& c, const TNode* n) {
+  const TV* mode_v = c.arg(n, "mode");
+  std::string mode = mode_v && mode_v->is_const() && mode_v->c.isString() ? mode_v->c.toStringRef() : "nearest";
+  if (c.flag(n, "antialias", false)) throw UnsupportedError("aten::__interpolate with antialias=True");
+  bool align = c.flag(n, "align_corners", false);
+  if (mode == "nearest") return nearest(c, n);
+  if (mode == "nearest-exact") return nearest_exact(c, n);
+  if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
+    return emit_resize(c, n, {"linear", align ? "align_corners" : "pytorch_half_pixel", ""});
+  if (mode == "bicubic") return emit_resize(c, n, {"cubic", align ? "align_corners" : "pytorch_half_pixel", ""});
+  throw UnsupportedError("aten::__interpolate with mode '" + mode + "'");
+}
+
 void pixel_shuffle(Ctx& c, const TNode* n) {
   int64_t r = c.i(n, 1);
   std::string x = c.t(n, 0);
@@ -202,13 +309,27 @@ void pixel_shuffle(Ctx& c, const TNode* n) {
   c.out(n, c.b.reshape(y, {0, out[1], out[2], out[3]}));
 }
 
+// out[n, c*r*r + i*r + j, h, w] = in[n, c, h*r + i, w*r + j]: SpaceToDepth orders channels the
+// other way, so reshape-transpose-reshape, with shapes computed where dims are dynamic.
 void pixel_unshuffle(Ctx& c, const TNode* n) {
   int64_t r = c.i(n, 1);
   auto in = c.shape(n, 0);
-  if (in.size() != 4 || in[1] < 0 || in[2] < 0 || in[3] < 0) throw UnsupportedError("pixel_unshuffle on this shape");
-  std::string y = c.b.reshape(c.t(n, 0), {0, in[1], in[2] / r, r, in[3] / r, r});
+  if (in.size() != 4) throw UnsupportedError("pixel_unshuffle on a non-4-D tensor");
+  std::string x = c.t(n, 0);
+  bool st = in[1] >= 0 && in[2] >= 0 && in[3] >= 0;
+  if (st) {
+    std::string y = c.b.reshape(x, {0, in[1], in[2] / r, r, in[3] / r, r});
+    y = c.b.transpose(y, {0, 1, 3, 5, 2, 4});
+    return c.out(n, c.b.reshape(y, {0, in[1] * r * r, in[2] / r, in[3] / r}));
+  }
+  auto d = [&](int i) { return in[static_cast<size_t>(i)] >= 0 ? c.b.i64s({in[static_cast<size_t>(i)]})
+                                                               : c.b.unsqueeze(c.b.dim(x, i), {0}); };
+  auto div = [&](int i) { return c.b.op1("Div", {d(i), c.b.i64s({r})}); };
+  std::string rr = c.b.i64s({r});
+  std::string y = c.b.op1("Reshape", {x, c.b.concat({d(0), d(1), div(2), rr, div(3), rr}, 0)});
   y = c.b.transpose(y, {0, 1, 3, 5, 2, 4});
-  c.out(n, c.b.reshape(y, {0, in[1] * r * r, in[2] / r, in[3] / r}));
+  std::string ch = c.b.op1("Mul", {d(1), c.b.i64s({r * r})});
+  c.out(n, c.b.op1("Reshape", {y, c.b.concat({d(0), ch, div(2), div(3)}, 0)}));
 }
 
 }  // namespace
@@ -233,6 +354,7 @@ void register_resize_ops(OpTable& t) {
   t["aten::upsample_trilinear3d"] = {bilinear};
   t["aten::upsample_bicubic2d"] = {bicubic};
   t["aten::pixel_shuffle"] = {pixel_shuffle};
+  t["aten::__interpolate"] = {interpolate};
   t["aten::pixel_unshuffle"] = {pixel_unshuffle};
 }
 

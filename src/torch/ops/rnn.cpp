@@ -1,5 +1,6 @@
-// Recurrent layers (aten::lstm/gru/rnn_tanh/rnn_relu, input-first overloads) -> ONNX LSTM/GRU/RNN,
-// one ONNX node per layer. The *_cell ops live in cells.cpp.
+// Recurrent layers (aten::lstm/gru/rnn_tanh/rnn_relu) -> ONNX LSTM/GRU/RNN, one ONNX node per layer;
+// packed sequences (pack_padded_sequence -> rnn.data -> pad_packed_sequence) as padded tensors
+// with ONNX's sequence_lens. The *_cell ops live in cells.cpp.
 //
 // Weights are frozen constants, so the gate reordering happens here, at conversion time:
 // PyTorch LSTM gates i,f,g,o -> ONNX i,o,f,c; GRU r,z,n -> ONNX z,r,h (with linear_before_reset=1,
@@ -58,16 +59,95 @@ std::string state_name(Ctx& c, const TV& v) {
   return c.tensor(v);
 }
 
+size_t arg(const TNode* n, const char* name) {
+  auto k = Ctx::arg_index(n, name);
+  if (!k) throw UnsupportedError(std::string(n->kind().toQualString()) + " without argument '" + name + "'");
+  return *k;
+}
+
+// [T, B] mask of the valid steps: step t < lengths[b], for T = max(lengths).
+std::string valid_steps(Ctx& c, const std::string& lengths) {
+  std::string maxlen = c.b.reduce("ReduceMax", lengths, {0}, false);
+  std::string steps = c.b.op1("Range", {c.b.i64(0), maxlen, c.b.i64(1)});
+  return c.b.op1("Less", {c.b.unsqueeze(steps, {1}), c.b.unsqueeze(lengths, {0})});
+}
+
+// aten::_pack_padded_sequence(input, lengths, batch_first) -> (data, batch_sizes)
+void pack_padded(Ctx& c, const TNode* n) {
+  c.b.require(11, "packed sequences (Range over the lengths)");
+  int r = c.rank(n, 0);
+  std::vector<int64_t> shape = c.shape(n, 0);
+  std::string x = c.t(n, 0);
+  if (c.flag(n, 2)) {
+    std::vector<int64_t> perm;
+    for (int i = 0; i < r; ++i) perm.push_back(i);
+    std::swap(perm[0], perm[1]);
+    x = c.b.transpose(x, perm);
+    std::swap(shape[0], shape[1]);
+  }
+  std::string lengths = c.t_as(n, 1, DType::Int64);
+  TV data = TV::tensor(x, c.dtype(n, 0));
+  data.shape = shape;
+  data.rank_known = true;
+  data.packed = true;
+  data.lengths = lengths;
+  c.set(n->output(0), data);
+  // torch's batch_sizes: how many sequences are longer than t, for each step t.
+  std::string bs = c.b.reduce("ReduceSum", c.b.cast(valid_steps(c, lengths), DType::Int64), {1}, false);
+  TV sizes = TV::tensor(bs, DType::Int64);
+  sizes.lengths = lengths;
+  c.set(n->output(1), sizes);
+}
+
+// aten::_pad_packed_sequence(data, batch_sizes, batch_first, padding_value, total_length) -> (padded, lengths)
+void pad_packed(Ctx& c, const TNode* n) {
+  const TV& data = c.in(n, 0);
+  if (!data.packed) throw UnsupportedError("pad_packed_sequence of data that is not a packed sequence");
+  DType t = data.dtype;
+  int r = static_cast<int>(data.shape.size());
+  std::string lengths = data.lengths;
+  std::string maxlen = c.b.reduce("ReduceMax", lengths, {0}, true);
+  std::string y = c.b.slice_dyn(data.name, c.b.i64s({0}), maxlen, c.b.i64s({0}));
+  // Steps past a sequence's length hold the padding value (ONNX RNNs leave zeros, the input of a
+  // pack that no RNN ran on still holds its values).
+  std::string mask = valid_steps(c, lengths);
+  std::vector<int64_t> tail;
+  for (int i = 2; i < r; ++i) tail.push_back(i);
+  if (!tail.empty()) mask = c.b.unsqueeze(mask, tail);
+  double pad = c.f(n, 3);
+  y = c.b.op1("Where", {mask, y, c.b.scalar(pad, t)});
+  // pad_packed_sequence passes the time length it wants: max(lengths), or the caller's total_length.
+  const TV& total = c.in(n, 4);
+  if (!(total.is_const() && total.c.isInt() && total.c.toInt() <= 0)) {
+    std::string extra = c.b.op1("Sub", {c.b.unsqueeze(c.int_tensor(total), {0}), maxlen});
+    std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), extra,
+                                   c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r - 1), 0))}, 0);
+    y = c.b.op1("Pad", {y, pads, c.b.scalar(pad, t)}, {Attribute::make_string("mode", "constant")});
+  }
+  if (c.flag(n, 2)) {
+    std::vector<int64_t> perm;
+    for (int i = 0; i < r; ++i) perm.push_back(i);
+    std::swap(perm[0], perm[1]);
+    y = c.b.transpose(y, perm);
+  }
+  c.out(n, 0, y);
+  c.out(n, 1, lengths);
+}
+
 // aten::lstm.input(input, hx[], params[], has_biases, num_layers, dropout, train, bidirectional, batch_first)
 // aten::gru.input / rnn_tanh.input / rnn_relu.input (input, hx, params[], ...same)
+// aten::lstm.data(data, batch_sizes, hx[], params[], ...), gru.data, ...: a packed input (time-major).
 void rnn(Ctx& c, const TNode* n, Cell kind) {
-  if (n->schema().overload_name() != "input")
-    throw UnsupportedError("packed sequences (" + n->schema().overload_name() + " overload)");
+  bool packed = n->schema().overload_name() == "data";
+  if (!packed && n->schema().overload_name() != "input")
+    throw UnsupportedError("recurrent op overload '" + n->schema().overload_name() + "'");
   const CellInfo ci = info(kind);
-  bool has_biases = c.flag(n, 3), bidir = c.flag(n, 7), batch_first = c.flag(n, 8);
-  int64_t layers = c.i(n, 4);
+  bool has_biases = c.flag(n, arg(n, "has_biases")), bidir = c.flag(n, arg(n, "bidirectional"));
+  bool batch_first = !packed && c.flag(n, arg(n, "batch_first"));
+  int64_t layers = c.i(n, arg(n, "num_layers"));
   int64_t dirs = bidir ? 2 : 1;
-  std::vector<at::Tensor> params = const_tensors(c, n, 2, "weights");
+  size_t hx_i = arg(n, "hx");
+  std::vector<at::Tensor> params = const_tensors(c, n, arg(n, "params"), "weights");
   size_t per_dir = has_biases ? 4 : 2;
   if (params.size() != per_dir * static_cast<size_t>(layers * dirs))
     throw UnsupportedError("LSTM with proj_size");  // the only layout with extra weights
@@ -76,7 +156,7 @@ void rnn(Ctx& c, const TNode* n, Cell kind) {
   // Initial states: [layers*dirs, batch, hidden] each.
   std::string h0, c0;
   if (kind == Cell::LSTM) {
-    const TV& hx = c.in(n, 1);
+    const TV& hx = c.in(n, hx_i);
     std::vector<TV> parts;
     if (hx.kind == TV::Kind::List) parts = hx.items;
     else if (hx.is_const() && hx.c.isList())
@@ -85,12 +165,20 @@ void rnn(Ctx& c, const TNode* n, Cell kind) {
     h0 = state_name(c, parts[0]);
     c0 = state_name(c, parts[1]);
   } else {
-    h0 = state_name(c, c.in(n, 1));
+    h0 = state_name(c, c.in(n, hx_i));
   }
   if (!h0.empty()) h0 = c.b.cast(h0, t);
   if (!c0.empty()) c0 = c.b.cast(c0, t);
 
-  std::string x = c.t_as(n, 0, t);
+  std::string x, seq_lens;
+  const TV& in0 = c.in(n, 0);
+  if (packed) {
+    if (!in0.packed) throw UnsupportedError("an RNN on packed data that pack_padded_sequence did not make");
+    x = in0.dtype == t ? in0.name : c.b.cast(in0.name, t);
+    seq_lens = c.b.cast(in0.lengths, DType::Int32);
+  } else {
+    x = c.t_as(n, 0, t);
+  }
   if (batch_first) x = c.b.transpose(x, {1, 0, 2});
   std::vector<std::string> hn, cn;
   for (int64_t l = 0; l < layers; ++l) {
@@ -109,7 +197,7 @@ void rnn(Ctx& c, const TNode* n, Cell kind) {
     };
     std::vector<std::string> ins{x, as_const(w, "rnn_W"), as_const(r, "rnn_R")};
     ins.push_back(has_biases ? as_const(bias, "rnn_B") : std::string());
-    ins.push_back("");  // sequence_lens: every sequence is full length
+    ins.push_back(seq_lens);  // empty: every sequence is full length
     auto layer_state = [&](const std::string& s) {
       return s.empty() ? std::string() : c.b.slice(s, {l * dirs}, {(l + 1) * dirs}, {0});
     };
@@ -132,7 +220,16 @@ void rnn(Ctx& c, const TNode* n, Cell kind) {
     if (kind == Cell::LSTM) cn.push_back(outs[2]);
   }
   if (batch_first) x = c.b.transpose(x, {1, 0, 2});
-  c.out(n, 0, x);
+  if (packed) {
+    TV out = TV::tensor(x, t);
+    out.shape = {in0.shape.at(0), in0.shape.at(1), -1};
+    out.rank_known = true;
+    out.packed = true;
+    out.lengths = in0.lengths;
+    c.set(n->output(0), out);
+  } else {
+    c.out(n, 0, x);
+  }
   c.out(n, 1, hn.size() == 1 ? hn[0] : c.b.concat(hn, 0));
   if (kind == Cell::LSTM) c.out(n, 2, cn.size() == 1 ? cn[0] : c.b.concat(cn, 0));
 }
@@ -149,6 +246,8 @@ void register_rnn_ops(OpTable& t) {
   t["aten::gru"] = {gru};
   t["aten::rnn_tanh"] = {rnn_tanh};
   t["aten::rnn_relu"] = {rnn_relu};
+  t["aten::_pack_padded_sequence"] = {pack_padded, 11};
+  t["aten::_pad_packed_sequence"] = {pad_packed, 11};
 }
 
 }  // namespace t2o

@@ -1,5 +1,6 @@
 // Shape ops: view/reshape/flatten/permute/transpose/squeeze/unsqueeze/expand/repeat,
 // cat/stack/split/chunk/unbind, slicing (steps, negatives), select/narrow/flip/roll.
+#include <algorithm>
 #include <climits>
 
 #include "torch/ops/ops.h"
@@ -63,20 +64,31 @@ void transpose(Ctx& c, const TNode* n) {
   c.out(n, c.b.transpose(c.t(n, 0), p));
 }
 
+// A dynamic dim is squeezed when it was 1 in the profiling runs; the output rank (which cannot
+// vary between runs) says whether that happened.
 void squeeze(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   auto shape = c.shape(n, 0);
-  std::vector<int64_t> axes;
+  std::vector<int64_t> cand;
   if (n->inputs().size() > 1) {
-    for (int64_t d : c.ints(n, 1)) {
-      d = norm_axis(d, std::max(r, 1));
-      if (r > 0 && shape[static_cast<size_t>(d)] == 1) axes.push_back(d);
-      if (r > 0 && shape[static_cast<size_t>(d)] < 0) throw UnsupportedError("aten::squeeze of a dynamic dim");
-    }
+    for (int64_t d : c.ints(n, 1)) cand.push_back(norm_axis(d, std::max(r, 1)));
   } else {
-    for (int i = 0; i < r; ++i) {
-      if (shape[static_cast<size_t>(i)] < 0) throw UnsupportedError("aten::squeeze() with dynamic dims");
-      if (shape[static_cast<size_t>(i)] == 1) axes.push_back(i);
+    for (int i = 0; i < r; ++i) cand.push_back(i);
+  }
+  std::vector<int64_t> axes, dynamic;
+  for (int64_t d : cand) {
+    if (r == 0) continue;
+    int64_t len = shape[static_cast<size_t>(d)];
+    if (len == 1) axes.push_back(d);
+    if (len < 0) dynamic.push_back(d);
+  }
+  if (!dynamic.empty()) {
+    int drop = r - c.out_rank(n) - static_cast<int>(axes.size());
+    if (drop == static_cast<int>(dynamic.size())) {
+      axes.insert(axes.end(), dynamic.begin(), dynamic.end());
+      std::sort(axes.begin(), axes.end());
+    } else if (drop != 0) {
+      throw UnsupportedError("aten::squeeze of dynamic dims of which only some were 1");
     }
   }
   if (axes.empty()) return c.out(n, c.t(n, 0));
@@ -86,6 +98,11 @@ void squeeze(Ctx& c, const TNode* n) {
 void unsqueeze(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   c.out(n, c.b.unsqueeze(c.t(n, 0), {norm_axis(c.i(n, 1), r + 1)}));
+}
+
+// A computed size of -1 keeps the input's size: 1 for Expand, whose broadcasting does the same.
+std::string keep_sizes(Ctx& c, const std::string& shape) {
+  return c.b.op1("Where", {c.b.op1("Equal", {shape, c.b.i64(-1)}), c.b.i64(1), shape});
 }
 
 void expand(Ctx& c, const TNode* n) {
@@ -100,12 +117,16 @@ void expand(Ctx& c, const TNode* n) {
         if (e == -1) e = 1;
       shape = c.b.i64s(v);
     } else {
-      for (auto& e : fixed.items)
+      bool computed = false;
+      for (auto& e : fixed.items) {
         if (e.is_const() && e.c.toInt() == -1) e = TV::constant(int64_t{1});
+        computed = computed || !e.is_const();
+      }
       shape = c.ints_tensor(fixed);
+      if (computed) shape = keep_sizes(c, shape);
     }
   } else {
-    shape = c.ints_tensor(sz);
+    shape = keep_sizes(c, c.ints_tensor(sz));
   }
   c.out(n, c.b.op1("Expand", {c.t(n, 0), shape}));
 }
@@ -161,10 +182,45 @@ void emit_split(Ctx& c, const TNode* n, const std::vector<int64_t>& sizes, int64
   for (size_t k = 0; k < n->outputs().size(); ++k) c.set(n->output(k), items.at(k));
 }
 
-int64_t static_dim(Ctx& c, const TNode* n, int64_t axis) {
-  int64_t d = c.shape(n, 0).at(static_cast<size_t>(axis));
-  if (d < 0) throw UnsupportedError(std::string(n->kind().toQualString()) + " along a dynamic dimension");
-  return d;
+
+// How many parts a split produced in the profiling runs (its outputs, or the length of its list).
+int64_t part_count(Ctx& c, const TNode* n) {
+  if (!(n->outputs().size() == 1 && n->output()->type()->kind() == c10::TypeKind::ListType))
+    return static_cast<int64_t>(n->outputs().size());
+  const Observed* o = c.observed(n->output());
+  if (!o || o->kind != Observed::Kind::List || o->elems.empty())
+    throw UnsupportedError(std::string(n->kind().toQualString()) + " into a number of parts that was not observed");
+  return static_cast<int64_t>(o->elems.size());
+}
+
+// Parts [i*step, (i+1)*step) of a dynamic axis, the last one open-ended; `step` is a 0-d int64.
+void emit_dynamic_split(Ctx& c, const TNode* n, const std::string& step, int64_t count, int64_t axis) {
+  std::string x = c.t(n, 0), s1 = c.b.unsqueeze(step, {0});
+  std::vector<TV> items;
+  for (int64_t i = 0; i < count; ++i) {
+    std::string start = i == 0 ? c.b.i64s({0}) : c.b.op1("Mul", {s1, c.b.i64s({i})});
+    std::string end = i + 1 == count ? c.b.i64s({INT64_MAX}) : c.b.op1("Mul", {s1, c.b.i64s({i + 1})});
+    items.push_back(TV::tensor(c.b.slice_dyn(x, start, end, c.b.i64s({axis})), c.dtype(n, 0)));
+  }
+  if (n->outputs().size() == 1 && n->output()->type()->kind() == c10::TypeKind::ListType)
+    return c.set(n->output(), TV::list(items));
+  for (size_t k = 0; k < n->outputs().size(); ++k) c.set(n->output(k), items.at(k));
+}
+
+// Parts of computed sizes (a traced detector splits its boxes per image by counts read from shapes):
+// each part runs from the sum of the sizes before it to that sum plus its own size.
+void emit_computed_split(Ctx& c, const TNode* n, const TV& sizes, int64_t axis) {
+  std::string x = c.t(n, 0), axes = c.b.i64s({axis});
+  std::string start = c.b.i64s({0});
+  std::vector<TV> items;
+  for (const TV& e : sizes.items) {
+    std::string end = c.b.op1("Add", {start, c.b.unsqueeze(c.int_tensor(e), {0})});
+    items.push_back(TV::tensor(c.b.slice_dyn(x, start, end, axes), c.dtype(n, 0)));
+    start = end;
+  }
+  if (n->outputs().size() == 1 && n->output()->type()->kind() == c10::TypeKind::ListType)
+    return c.set(n->output(), TV::list(items));
+  for (size_t k = 0; k < n->outputs().size(); ++k) c.set(n->output(k), items.at(k));
 }
 
 // aten::split(x, split_size | sizes, dim), aten::split_with_sizes, aten::chunk, aten::unbind
@@ -173,8 +229,13 @@ void split(Ctx& c, const TNode* n) {
   int64_t axis = norm_axis(c.i(n, 2), r);
   const TV& s = c.in(n, 1);
   std::vector<int64_t> sizes;
+  if (s.kind == TV::Kind::List && std::any_of(s.items.begin(), s.items.end(), [](const TV& e) { return !e.is_const(); })) {
+    c.b.require(10, std::string(n->kind().toQualString()) + " with computed sizes (Slice with inputs)");
+    return emit_computed_split(c, n, s, axis);
+  }
   if (s.is_const() && s.c.isInt()) {
-    int64_t len = static_dim(c, n, axis), step = s.c.toInt();
+    int64_t len = c.shape(n, 0).at(static_cast<size_t>(axis)), step = s.c.toInt();
+    if (len < 0) return emit_dynamic_split(c, n, c.b.i64(step), part_count(c, n), axis);
     for (int64_t at = 0; at < len; at += step) sizes.push_back(std::min(step, len - at));
   } else {
     sizes = c.ints(n, 1);
@@ -185,7 +246,19 @@ void split(Ctx& c, const TNode* n) {
 void chunk(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   int64_t axis = norm_axis(c.i(n, 2), r);
-  int64_t len = static_dim(c, n, axis), chunks = c.i(n, 1);
+  int64_t len = c.shape(n, 0).at(static_cast<size_t>(axis));
+  if (!c.is_const(n, 1)) {  // a computed number of chunks: step = ceil(len / chunks)
+    std::string k = c.int_tensor(c.in(n, 1));
+    std::string l = c.b.dim(c.t(n, 0), axis);
+    std::string step = c.b.op1("Div", {c.b.op1("Sub", {c.b.op1("Add", {l, k}), c.b.i64(1)}), k});
+    return emit_dynamic_split(c, n, step, part_count(c, n), axis);
+  }
+  int64_t chunks = c.i(n, 1);
+  if (len < 0) {  // step = ceil(len / chunks)
+    std::string l = c.b.dim(c.t(n, 0), axis);
+    std::string step = c.b.op1("Div", {c.b.op1("Add", {l, c.b.i64(chunks - 1)}), c.b.i64(chunks)});
+    return emit_dynamic_split(c, n, step, part_count(c, n), axis);
+  }
   int64_t step = (len + chunks - 1) / chunks;
   std::vector<int64_t> sizes;
   for (int64_t at = 0; at < len; at += step) sizes.push_back(std::min(step, len - at));
@@ -195,7 +268,19 @@ void chunk(Ctx& c, const TNode* n) {
 void unbind(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   int64_t axis = norm_axis(c.i(n, 1), r);
-  emit_split(c, n, std::vector<int64_t>(static_cast<size_t>(static_dim(c, n, axis)), 1), axis, true);
+  int64_t len = c.shape(n, 0).at(static_cast<size_t>(axis));
+  if (len < 0) {  // a dim that varies but always unbinds into the observed number of parts
+    int64_t count = part_count(c, n);
+    std::vector<TV> items;
+    std::string x = c.t(n, 0);
+    for (int64_t i = 0; i < count; ++i)
+      items.push_back(TV::tensor(c.b.op1("Gather", {x, c.b.i64(i)}, {Attribute::make_int("axis", axis)}), c.dtype(n, 0)));
+    if (n->outputs().size() == 1 && n->output()->type()->kind() == c10::TypeKind::ListType)
+      return c.set(n->output(), TV::list(items));
+    for (size_t k = 0; k < n->outputs().size(); ++k) c.set(n->output(k), items.at(k));
+    return;
+  }
+  emit_split(c, n, std::vector<int64_t>(static_cast<size_t>(len), 1), axis, true);
 }
 
 // aten::slice(x, dim, start, end, step)
@@ -232,36 +317,51 @@ void select(Ctx& c, const TNode* n) {
   std::string idx;
   if (c.is_const(n, 2)) {
     int64_t i = c.i(n, 2);
-    if (i < 0) i += static_dim(c, n, axis);
-    idx = c.b.i64(i);
+    int64_t len = c.shape(n, 0).at(static_cast<size_t>(axis));
+    if (i < 0 && len >= 0) i += len;
+    // Gather takes negative indices from opset 11; before, count from the run-time length.
+    idx = i < 0 && c.b.opset() < 11 ? c.b.op1("Add", {c.b.dim(c.t(n, 0), axis), c.b.i64(i)}) : c.b.i64(i);
   } else {
     idx = c.int_tensor(c.in(n, 2));
   }
   c.out(n, c.b.op1("Gather", {c.t(n, 0), idx}, {Attribute::make_int("axis", axis)}));
 }
 
+// aten::narrow(x, dim, start, length): Slice takes negative starts as counted from the end.
 void narrow(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   int64_t axis = norm_axis(c.i(n, 1), r);
-  int64_t start = c.i(n, 2), len = c.i(n, 3);
-  if (start < 0) start += static_dim(c, n, axis);
-  c.out(n, c.b.slice(c.t(n, 0), {start}, {start + len}, {axis}));
+  if (c.is_const(n, 2) && c.is_const(n, 3)) {
+    int64_t start = c.i(n, 2), len = c.i(n, 3);
+    int64_t size = c.shape(n, 0).at(static_cast<size_t>(axis));
+    if (start < 0 && size >= 0) start += size;
+    int64_t end = start < 0 && start + len >= 0 ? INT64_MAX : start + len;
+    return c.out(n, c.b.slice(c.t(n, 0), {start}, {end}, {axis}));
+  }
+  std::string start = c.b.unsqueeze(c.int_tensor(c.in(n, 2)), {0});
+  std::string end = c.b.op1("Add", {start, c.b.unsqueeze(c.int_tensor(c.in(n, 3)), {0})});
+  c.out(n, c.b.slice_dyn(c.t(n, 0), start, end, c.b.i64s({axis})));
 }
 
 void flip(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
-  auto dims = c.ints(n, 1);
-  std::vector<int64_t> starts, ends, steps;
-  for (auto& d : dims) {
+  auto shape = c.shape(n, 0);
+  std::vector<int64_t> dims, starts, ends, steps;
+  for (int64_t d : c.ints(n, 1)) {
     d = norm_axis(d, r);
+    // Dims of 0 or 1 elements stay as they are (and ONNX shape inference sizes a reversing Slice
+    // of an empty dim as 1).
+    if (d < static_cast<int64_t>(shape.size()) && shape[static_cast<size_t>(d)] >= 0 && shape[static_cast<size_t>(d)] <= 1)
+      continue;
+    dims.push_back(d);
     starts.push_back(-1);
     ends.push_back(INT64_MIN);
     steps.push_back(-1);
   }
+  if (dims.empty()) return c.set(n->output(), c.in(n, 0));
   if (c.b.opset() < 10) {
     // Opset 9's Slice has no steps: gather the reversed indices of each (static) dim.
     std::string x = c.t(n, 0);
-    auto shape = c.shape(n, 0);
     for (int64_t d : dims) {
       int64_t len = shape.at(static_cast<size_t>(d));
       if (len < 0) c.b.require(10, "flip of a dynamic dimension (Slice with negative steps)");
@@ -272,28 +372,36 @@ void flip(Ctx& c, const TNode* n) {
   c.out(n, c.b.slice(c.t(n, 0), starts, ends, dims, steps));
 }
 
+// x rolled by k along axis: x[len-k:] then x[:len-k]. Static lengths fold k; dynamic ones compute
+// k = shift mod len (ONNX Mod on ints takes the divisor's sign, as Python does).
+std::string roll_axis(Ctx& c, const std::string& x, int64_t shift, int64_t axis, int64_t len) {
+  if (len >= 0) {
+    if (len == 0) return x;
+    int64_t k = ((shift % len) + len) % len;
+    if (k == 0) return x;
+    return c.b.concat({c.b.slice(x, {len - k}, {len}, {axis}), c.b.slice(x, {0}, {len - k}, {axis})}, axis);
+  }
+  c.b.require(10, "aten::roll of a dynamic dimension (Mod, computed Slice bounds)");
+  std::string l = c.b.unsqueeze(c.b.dim(x, axis), {0});
+  std::string cut = c.b.op1("Sub", {l, c.b.op1("Mod", {c.b.i64s({shift}), l})});
+  std::string ax = c.b.i64s({axis});
+  return c.b.concat({c.b.slice_dyn(x, cut, c.b.i64s({INT64_MAX}), ax), c.b.slice_dyn(x, c.b.i64s({0}), cut, ax)}, axis);
+}
+
 void roll(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   auto shifts = c.ints(n, 1);
   auto dims = c.ints(n, 2);
   std::string x = c.t(n, 0);
-  if (dims.empty()) {
-    // Roll of the flattened tensor.
-    std::string flat = c.b.reshape(x, {-1});
+  if (dims.empty()) {  // roll of the flattened tensor
     int64_t len = 1;
-    for (int64_t s : c.shape(n, 0)) len = s < 0 ? -1 : len * s;
-    if (len < 0) throw UnsupportedError("aten::roll without dims on a dynamic shape");
-    int64_t k = ((shifts[0] % len) + len) % len;
-    std::string y = k == 0 ? flat
-                           : c.b.concat({c.b.slice(flat, {len - k}, {len}, {0}), c.b.slice(flat, {0}, {len - k}, {0})}, 0);
+    for (int64_t s : c.shape(n, 0)) len = s < 0 || len < 0 ? -1 : len * s;
+    std::string y = roll_axis(c, c.b.reshape(x, {-1}), shifts.at(0), 0, len);
     return c.out(n, c.b.op1("Reshape", {y, c.b.shape_of(x)}));
   }
   for (size_t i = 0; i < dims.size(); ++i) {
     int64_t axis = norm_axis(dims[i], r);
-    int64_t len = static_dim(c, n, axis);
-    int64_t k = ((shifts[i] % len) + len) % len;
-    if (k == 0) continue;
-    x = c.b.concat({c.b.slice(x, {len - k}, {len}, {axis}), c.b.slice(x, {0}, {len - k}, {axis})}, axis);
+    x = roll_axis(c, x, shifts.at(i), axis, c.shape(n, 0).at(static_cast<size_t>(axis)));
   }
   c.out(n, x);
 }
@@ -349,6 +457,7 @@ void register_shape_ops(OpTable& t) {
   t["aten::permute"] = {permute};
   t["aten::transpose"] = {transpose};
   t["aten::swapaxes"] = {transpose};
+  t["aten::swapdims"] = {transpose};
   t["aten::squeeze"] = {squeeze};
   t["aten::unsqueeze"] = {unsqueeze};
   t["aten::expand"] = {expand};
@@ -366,6 +475,7 @@ void register_shape_ops(OpTable& t) {
   t["aten::slice"] = {slice};
   t["aten::select"] = {select};
   t["aten::narrow"] = {narrow};
+  t["aten::narrow_copy"] = {narrow};
   t["aten::flip"] = {flip};
   t["aten::roll"] = {roll};
   t["aten::movedim"] = {movedim};

@@ -1,0 +1,79 @@
+#include "torch/ops/compose.h"
+
+namespace t2o {
+
+std::string arange_of(Ctx& c, const std::string& len) {
+  if (c.b.opset() >= 11) {
+    std::string l = c.b.reshape(len, {});
+    return c.b.op1("Range", {c.b.i64(0), l, c.b.i64(1)});
+  }
+  Tensor on(DType::Bool, {1});
+  on.data<bool>()[0] = true;
+  std::string ones = c.b.op1("ConstantOfShape", {c.b.reshape(len, {1})}, {Attribute::make_tensor("value", on)});
+  return c.b.reshape(c.b.op1("NonZero", {ones}), {-1});
+}
+
+std::optional<int64_t> static_size(const std::vector<int64_t>& shape, int64_t axis) {
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size()) || shape[static_cast<size_t>(axis)] < 0) return std::nullopt;
+  return shape[static_cast<size_t>(axis)];
+}
+
+std::string dim_size(Ctx& c, const std::string& x, const std::vector<int64_t>& shape, int64_t axis) {
+  if (auto s = static_size(shape, axis)) return c.b.i64(*s);
+  return c.b.dim(x, axis);
+}
+
+std::string equal_to(Ctx& c, const std::string& a, const std::string& b, DType t) {
+  if (c.b.opset() >= 11 || !dtype_is_float(t)) return c.b.op1("Equal", {a, b});
+  std::string ordered = c.b.op1("Or", {c.b.op1("Less", {a, b}), c.b.op1("Greater", {a, b})});
+  std::string nan = c.b.op1("Or", {c.b.op1("IsNaN", {a}), c.b.op1("IsNaN", {b})});
+  return c.b.op1("Not", {c.b.op1("Or", {ordered, nan})});
+}
+
+std::string reduce_loss(Ctx& c, const std::string& loss, int64_t reduction) {
+  if (reduction == 0) return loss;
+  return c.b.reduce(reduction == 1 ? "ReduceMean" : "ReduceSum", loss, {}, false);
+}
+
+std::string along_axis(Ctx& c, const std::string& v, int64_t axis, int rank) {
+  std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
+  shape[static_cast<size_t>(axis)] = -1;
+  return c.b.reshape(v, shape);
+}
+
+std::string int_min(Ctx& c, const std::string& a, const std::string& b) {
+  return c.b.op1("Where", {c.b.op1("Less", {a, b}), a, b});
+}
+
+std::string int_max(Ctx& c, const std::string& a, const std::string& b) {
+  return c.b.op1("Where", {c.b.op1("Less", {a, b}), b, a});
+}
+
+bool all_static(const std::vector<int64_t>& shape) {
+  for (int64_t d : shape)
+    if (d < 0) return false;
+  return true;
+}
+
+std::string shape_part(Ctx& c, const std::string& shape, int64_t from, int64_t to) {
+  if (from >= to) return {};
+  return c.b.slice(shape, {from}, {to}, {0});
+}
+
+std::string concat_parts(Ctx& c, const std::vector<std::string>& parts) {
+  std::vector<std::string> p;
+  for (const auto& s : parts)
+    if (!s.empty()) p.push_back(s);
+  if (p.empty()) return c.b.i64s({});
+  return c.b.concat(p, 0);
+}
+
+void set_tensor_list(Ctx& c, const TNode* n, const std::vector<std::string>& parts, DType t) {
+  std::vector<TV> items;
+  for (const auto& p : parts) items.push_back(TV::tensor(p, t));
+  if (n->outputs().size() == 1 && n->output()->type()->kind() == c10::TypeKind::ListType)
+    return c.set(n->output(), TV::list(items));
+  for (size_t k = 0; k < n->outputs().size(); ++k) c.set(n->output(k), items.at(k));
+}
+
+}  // namespace t2o

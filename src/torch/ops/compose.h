@@ -1,0 +1,36 @@
+#pragma once
+// Building blocks that several op families compose their results from.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "torch/ops/ops.h"
+
+namespace t2o {
+
+// 0, 1, ..., len - 1 (1-D int64) for a 0-d or 1-element int64 `len`: Range from opset 11, before
+// that the positions NonZero finds in a tensor of `len` trues.
+std::string arange_of(Ctx& c, const std::string& len);
+// Size of dimension `axis` of x as a 0-d int64: a constant when the profiled shape has it.
+std::string dim_size(Ctx& c, const std::string& x, const std::vector<int64_t>& shape, int64_t axis);
+// Static size of dimension `axis`, or nullopt when dynamic (or the rank is unknown).
+std::optional<int64_t> static_size(const std::vector<int64_t>& shape, int64_t axis);
+// a == b elementwise (bool) for operands of type t: Equal takes floats only from opset 11.
+std::string equal_to(Ctx& c, const std::string& a, const std::string& b, DType t);
+// Loss reduction (torch's enum: 0 none, 1 mean, 2 sum) over all elements.
+std::string reduce_loss(Ctx& c, const std::string& loss, int64_t reduction);
+// x reshaped so that its (1-D) values lie along `axis` of a rank-`rank` tensor: [1, .., n, .., 1].
+std::string along_axis(Ctx& c, const std::string& v, int64_t axis, int rank);
+
+// Elementwise min / max of int64 tensors (ONNX Min/Max take integers only from opset 12).
+std::string int_min(Ctx& c, const std::string& a, const std::string& b);
+std::string int_max(Ctx& c, const std::string& a, const std::string& b);
+bool all_static(const std::vector<int64_t>& shape);
+// Elements [from, to) of a 1-D shape tensor; "" when the range is empty.
+std::string shape_part(Ctx& c, const std::string& shape, int64_t from, int64_t to);
+// Concatenation of 1-D int64 parts, skipping "" (empty) ones.
+std::string concat_parts(Ctx& c, const std::vector<std::string>& parts);
+// Sets a Tensor[] result (or each output of a node with several) to `parts`.
+void set_tensor_list(Ctx& c, const TNode* n, const std::vector<std::string>& parts, DType t);
+
+}  // namespace t2o

@@ -1,0 +1,129 @@
+// Models saved in train(), or traced while in train(): the graph carries training flags as
+// constants (traced) or still reads module state through `self` (buffers that ops update in
+// place, such as InstanceNorm's running stats, are not frozen). Both are rewritten here so the
+// model converts with inference semantics, and each change is named in a warning.
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <map>
+#include <set>
+
+#include "torch/context.h"
+#include "torch/pitfalls.h"
+
+namespace t2o {
+
+namespace tj = torch::jit;
+
+namespace {
+
+bool const_true(const tj::Value* v) {
+  auto iv = tj::toIValue(v);
+  return iv && iv->isBool() && iv->toBool();
+}
+
+bool is_tensor_const(const tj::Value* v) {
+  auto iv = tj::toIValue(v);
+  return iv && iv->isTensor();
+}
+
+void collect_nodes(tj::Block* b, std::vector<tj::Node*>& out) {
+  for (tj::Node* n : b->nodes()) {
+    out.push_back(n);
+    for (tj::Block* sb : n->blocks()) collect_nodes(sb, out);
+  }
+}
+
+}  // namespace
+
+int resolve_module_attributes(tj::Graph& g, const c10::IValue& self) {
+  if (g.inputs().empty() || !g.inputs()[0]->type()->cast<c10::ClassType>()) return 0;
+  tj::Value* self_v = g.inputs()[0];
+  int changed = 0;
+  // GetAttr chains from self: each resolves on the module object to a value that becomes a constant.
+  std::map<const tj::Value*, c10::IValue> objects{{self_v, self}};
+  std::vector<tj::Node*> nodes;
+  collect_nodes(g.block(), nodes);
+  for (tj::Node* n : nodes) {
+    if (n->kind() != c10::prim::GetAttr) continue;
+    auto it = objects.find(n->input(0));
+    if (it == objects.end() || !it->second.isObject()) continue;
+    c10::IValue attr = it->second.toObjectRef().getAttr(n->s(c10::attr::name));
+    if (attr.isObject()) {
+      objects[n->output()] = attr;
+      continue;
+    }
+    // Parameters of modules freezing left alone (traced packed RNNs) still require grad, which
+    // constants may not.
+    if (attr.isTensor() && attr.toTensor().requires_grad()) attr = attr.toTensor().detach();
+    tj::WithInsertPoint guard(n);
+    tj::Value* c = nullptr;
+    try {
+      c = g.insertConstant(attr);
+    } catch (const c10::Error&) {
+      continue;  // not a constant kind (e.g. a list of tensors): left as module state
+    }
+    c->copyMetadata(n->output());
+    n->output()->replaceAllUsesWith(c);
+    ++changed;
+  }
+  // Attribute reads are gone; drop the object-valued ones (innermost first).
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it)
+    if ((*it)->kind() == c10::prim::GetAttr && !(*it)->output()->hasUses()) (*it)->destroy();
+  return changed;
+}
+
+std::vector<std::string> to_inference_semantics(tj::Graph& g) {
+  std::vector<std::string> changes;
+  std::vector<tj::Node*> nodes;
+  collect_nodes(g.block(), nodes);
+  std::map<std::string, std::set<std::string>> by_kind;
+  auto note = [&](const tj::Node* n, const std::string& what) {
+    std::string m = Ctx::module_of(n);
+    by_kind[what].insert(m.empty() ? "" : m);
+  };
+  for (tj::Node* n : nodes) {
+    const std::string kind = n->kind().toQualString();
+    // dropout(x, p, train) and its variants: identity at inference.
+    static const std::set<std::string> dropouts{"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
+                                                "aten::feature_alpha_dropout", "aten::dropout_",
+                                                "aten::feature_dropout_", "aten::alpha_dropout_",
+                                                "aten::feature_alpha_dropout_"};
+    if (dropouts.count(kind) && n->inputs().size() == 3 && const_true(n->input(2))) {
+      n->output()->replaceAllUsesWith(n->input(0));
+      note(n, "dropout");
+      continue;
+    }
+    // batch_norm(x, w, b, running_mean, running_var, training, momentum, eps, cudnn): with running
+    // statistics, inference normalizes by them. Without, batch statistics are the only ones there are.
+    if (kind == "aten::batch_norm" && n->inputs().size() >= 6 && const_true(n->input(5)) &&
+        is_tensor_const(n->input(3)) && is_tensor_const(n->input(4))) {
+      tj::WithInsertPoint guard(n);
+      n->replaceInput(5, g.insertConstant(false));
+      note(n, "batch_norm");
+      continue;
+    }
+    // instance_norm(x, w, b, running_mean, running_var, use_input_stats, ...): same rule.
+    if (kind == "aten::instance_norm" && n->inputs().size() >= 6 && const_true(n->input(5)) &&
+        is_tensor_const(n->input(3)) && is_tensor_const(n->input(4))) {
+      tj::WithInsertPoint guard(n);
+      n->replaceInput(5, g.insertConstant(false));
+      note(n, "instance_norm");
+    }
+  }
+  for (const auto& [what, mods] : by_kind) {
+    std::string list;
+    size_t k = 0;
+    for (const auto& m : mods) {
+      if (m.empty()) continue;
+      if (k == 6) {
+        list += ", ...";
+        break;
+      }
+      list += (k++ ? ", " : "") + m;
+    }
+    changes.push_back(what + (list.empty() ? "" : " in " + list));
+  }
+  return changes;
+}
+
+}  // namespace t2o

@@ -1,0 +1,217 @@
+"""Converter fixtures for forms that user models take and the other zoos do not cover: builtins that
+scripted code resolves to when a file is loaded without Python (aten::__interpolate), fake
+quantization from quantization-aware training, unique, as_strided with x.stride(), NumPy-style
+x.T and nonzero(as_tuple=True), x.set_(y)."""
+import math
+from typing import List, Optional
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+def _nearest2x(x):
+    return torch.ops.aten.__interpolate(x, None, 2.0, "nearest", None, None, False)
+
+
+def _bilinear_to(x, y):
+    return torch.ops.aten.__interpolate(x, [y.size(0), y.size(1)], None, "bilinear", False, None, False)
+
+
+def _bicubic6(x):
+    return torch.ops.aten.__interpolate(x, 6, None, "bicubic", True, None, False)
+
+
+def _recomputed(x):
+    return torch.ops.aten.__interpolate(x, None, [1.5, 2.5], "bilinear", True, True, False)
+
+
+def _bilinear_by(x):
+    return torch.ops.aten.__interpolate(x, None, 1.5, "bilinear", False, None, False)
+
+
+class InterpolateBuiltin(nn.Module):
+    """aten::__interpolate, what F.interpolate is in a scripted file loaded without Python: sizes
+    from another input, one int size, scales with and without recompute_scale_factor."""
+    def forward(self, x, y):
+        return _nearest2x(x), _bilinear_to(x, y), _bicubic6(x), _recomputed(x), _bilinear_by(x)
+
+
+class FakeQuant(nn.Module):
+    """Per tensor (uint8, int8, a 7-bit range, tensor qparams) and per channel."""
+    def forward(self, x, scale, zp):
+        a = torch.fake_quantize_per_tensor_affine(x, 0.05, 3, 0, 255)
+        b = torch.fake_quantize_per_tensor_affine(x, 1.0 / 127, 0, -128, 127)
+        c = torch.fake_quantize_per_tensor_affine(x, 0.1, 0, 0, 127)
+        d = torch.fake_quantize_per_tensor_affine(x, scale, zp, -128, 127)
+        cs = torch.tensor([0.02, 0.05, 0.1, 0.2])
+        cz = torch.tensor([0, 1, 2, 3], dtype=torch.int32)
+        e = torch.fake_quantize_per_channel_affine(x, cs, cz, 1, 0, 255)
+        f = torch.fake_quantize_per_channel_affine(x, cs, cz * 0, 1, -128, 127)
+        g = torch.fake_quantize_per_channel_affine(x, cs, cz, 1, 0, 15)
+        return a, b, c, d, e, f, g
+
+
+class UniqueOps(nn.Module):
+    def forward(self, x, rows):
+        u, counts = torch.unique(x, sorted=True, return_counts=True)
+        v, inverse = torch.unique(x, sorted=True, return_inverse=True)
+        r, rinv = torch.unique(rows, dim=0, sorted=True, return_inverse=True)
+        return u, counts, v, inverse, r, rinv
+
+
+class AsStrided(nn.Module):
+    """Windows over a tensor through its strides (what hand-written unfold code does)."""
+    def forward(self, x):
+        size = list(x.size())
+        size[1] = size[1] * 2 - 1
+        st = list(x.stride())
+        st[1] = st[1] // 2
+        return x.as_strided((3, 3, 3), (1, 4, 2), storage_offset=2), x.as_strided(size, st), x[:, : x.stride(1)]
+
+
+class NumpyForms(nn.Module):
+    def forward(self, x, y):
+        rows, cols = torch.nonzero(x > 0, as_tuple=True)
+        x.set_(y)
+        return x.T, rows, cols, x * 2
+
+
+class Spectral(nn.Module):
+    """torch.stft and the complex values it returns: magnitudes, parts, a shorter window centred in
+    n_fft, normalization, a 1-D signal, in-place scaling of a complex tensor."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("window", torch.hann_window(48))
+
+    def forward(self, x, mono):
+        spec = torch.stft(x, 64, hop_length=16, win_length=48, window=self.window, normalized=True, return_complex=True)
+        spec /= 2.0
+        pair = torch.view_as_real(torch.stft(mono, 32, return_complex=True))
+        full = torch.stft(x, 32, hop_length=8, onesided=False, return_complex=True, center=False)
+        return spec.abs().pow(2), spec.real, spec.imag, pair, full.abs(), spec.reshape(-1, spec.size(-1)).abs()
+
+
+class RefinedLoop(nn.Module):
+    """A loop that carries an Optional list only because `is not None` refines it inside (the body
+    passes it through), and a trip count from math.ceil of a size ratio (Emformer's mask code)."""
+    def __init__(self, use_mask: bool):
+        super().__init__()
+        self.use_mask = use_mask
+
+    def forward(self, x):
+        cols: Optional[List[bool]] = None
+        if self.use_mask:
+            cols = [True, False, True]
+        n = math.ceil(x.size(0) / 4)
+        out = torch.zeros(x.size(1))
+        for i in range(n):
+            out = out + x[i * 4]
+            if cols is not None:
+                out = out + float(len(cols))
+        return out, torch.tensor(float(math.floor(x.size(1) / 3)))
+
+
+class EyeDtype(nn.Module):
+    """torch.eye(n, dtype=...): the dtype (an int in TorchScript) is not a column count."""
+    def forward(self, x):
+        return (torch.eye(x.shape[0], dtype=torch.float64), torch.eye(4, dtype=torch.long), torch.eye(x.size(1), 3),
+                torch.eye(x.size(1), x.size(2), dtype=torch.int32))
+
+
+class InplaceInIf(nn.Module):
+    """In-place writes inside if-branches to tensors from before the if: through a select, a mask,
+    a slice of a local tensor, and a whole-tensor zero_ (the writes must leave the If as results)."""
+    def forward(self, x, y):
+        state = torch.zeros(3, x.size(1))
+        if x.sum() > 0:
+            x[0] = y
+            state[:] = y * 2
+        else:
+            x[x < 0] = 0.0
+            state[1:, 1] += 1.0
+        z = x.clone()
+        if y.mean() > 0:
+            z.zero_()
+        return x + 1, state, z
+
+
+class ComputedArgs(nn.Module):
+    """Arguments that are tensors or computed: baddbmm/addmm factors, chunk counts; and
+    nn.Embedding(max_norm=...), whose lookup renormalizes the rows it reads."""
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4, max_norm=1.0)
+        with torch.no_grad():
+            self.emb.weight.mul_(3)
+
+    def forward(self, x, b1, b2, alpha, beta, idx):
+        return (torch.baddbmm(x, b1, b2, alpha=alpha, beta=beta), torch.addmm(x[0], b1[0], b2[0], alpha=alpha, beta=beta),
+                torch.baddbmm(x, b1, b2, beta=0.0), x.chunk(x.size(2) // 2, dim=2), self.emb(idx))
+
+
+class PoolCeilPad(nn.Module):
+    """Average pooling with ceil_mode and count_include_pad: the last window's divisor counts the
+    padding but not its overhang past it."""
+    def forward(self, x, y):
+        return (F.avg_pool1d(x, (6,), stride=(3,), padding=(2,), ceil_mode=True, count_include_pad=True),
+                F.avg_pool2d(y, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=True),
+                F.avg_pool1d(x, 3, stride=1, padding=1, ceil_mode=True, count_include_pad=False))
+
+
+class BilinearUnbatched(nn.Module):
+    """nn.Bilinear (with and without bias, leading dims) and pooling of unbatched (C, L...) inputs."""
+    def __init__(self):
+        super().__init__()
+        self.b = nn.Bilinear(3, 4, 5)
+        self.b2 = nn.Bilinear(3, 4, 2, bias=False)
+
+    def forward(self, x, y, z, w):
+        return (self.b(x, y), self.b2(x, y), F.max_pool1d(z, 2), F.avg_pool2d(w, 2),
+                F.max_pool2d(w, 2, return_indices=True)[1])
+
+
+def fixtures():
+    r = torch.randn
+    qx = torch.randn(6, 4, 3, 3) * 2
+    return {
+        "br_fake_quant_trace": lambda: dict(model=FakeQuant(), inputs=[qx, torch.tensor(0.02), torch.tensor(2)], mode="trace",
+                                            data=True, dynamic=["x:0=n"], alt_inputs=[qx[:2], torch.tensor(0.02), torch.tensor(2)],
+                                            min_opset=(11, "aten::fake_quantize_per_channel_affine", "g = torch.fake")),
+        "br_fake_quant_script": lambda: dict(model=FakeQuant(), inputs=[qx, torch.tensor(0.02), torch.tensor(2)], data=True,
+                                             min_opset=(11, "aten::fake_quantize_per_channel_affine", "g = torch.fake")),
+        "br_unique": lambda: dict(model=UniqueOps(), inputs=[torch.tensor([[1, 3, 2], [3, 7, 1]]),
+                                                             torch.tensor([[1, 2], [0, 5], [1, 2], [0, 4]])],
+                                  data=True, min_opset=(11, "aten::_unique2", "u, counts = torch.unique")),
+        "br_as_strided_script": lambda: dict(model=AsStrided(), inputs=[r(5, 8, 7)]),
+        "br_as_strided_trace": lambda: dict(model=AsStrided(), inputs=[r(5, 8, 7)], mode="trace"),
+        "br_numpy_forms": lambda: dict(model=NumpyForms(), inputs=[r(4, 5), r(3, 6)], mode="trace", data=True),
+        "br_spectral": lambda: dict(model=Spectral(), inputs=[r(2, 400), r(300)], dynamic=["x:0=b,1=t", "mono:0=m"],
+                                    alt_inputs=[r(3, 333), r(257)], tol=(1e-4, 1e-4),
+                                    # reported at torch.stft's own line: the saved file maps the call site to no source
+                                    min_opset=(17, "aten::stft", "return _VF.stft(input, n_fft", torch.functional.stft)),
+        "br_refined_loop": lambda: dict(model=RefinedLoop(True), inputs=[r(10, 5)], dynamic=["x:0=n,1=m"],
+                                        alt_inputs=[r(13, 7)]),
+        "br_refined_loop_none": lambda: dict(model=RefinedLoop(False), inputs=[r(10, 5)], dynamic=["x:0=n,1=m"],
+                                             alt_inputs=[r(13, 7)]),
+        "br_eye_dtype": lambda: dict(model=EyeDtype(), inputs=[r(2, 3, 4)], mode="trace", dynamic=["x:0=a,1=b,2=c"],
+                                     alt_inputs=[r(5, 6, 7)], min_opset=(11, "aten::eye", "torch.eye(x.shape[0]")),
+        "br_inplace_if": lambda: dict(model=InplaceInIf(), inputs=[r(3, 4).abs(), r(4).abs()], dynamic=["x:1=n", "y:0=n"],
+                                      alt_inputs=[-r(3, 6).abs(), -r(6).abs()],
+                                      min_opset=(11, "aten::copy_", "x[0] = y")),
+        "br_computed_args": lambda: dict(model=ComputedArgs(), mode="trace", data=True,
+                                         inputs=[r(2, 3, 6), r(2, 3, 4), r(2, 4, 6), torch.tensor(0.5), torch.tensor(2.0),
+                                                 torch.tensor([[1, 2, 2], [7, 0, 3]])],
+                                         # traced: reported at torch's own line, the only frame the trace keeps
+                                         min_opset=(11, "aten::embedding_renorm", "torch.embedding_renorm_(weight.detach()",
+                                                    F._no_grad_embedding_renorm_)),
+        "br_pool_ceil": lambda: dict(model=PoolCeilPad(), inputs=[r(1, 3, 9), r(1, 2, 6, 6)], tol=(1e-4, 1e-5)),
+        "br_bilinear_unbatched": lambda: dict(model=BilinearUnbatched(), inputs=[r(2, 7, 3), r(2, 7, 4), r(3, 8), r(2, 6, 6)],
+                                              dynamic=["x:0=a", "y:0=a", "z:1=l", "w:1=h,2=v"], tol=(1e-4, 1e-5),
+                                              alt_inputs=[r(3, 7, 3), r(3, 7, 4), r(3, 10), r(2, 4, 8)],
+                                              min_opset=(12, "aten::bilinear", "return (self.b(x, y)")),
+        "br_interpolate_builtin": lambda: dict(
+            model=InterpolateBuiltin(), inputs=[r(1, 2, 4, 4), r(9, 7)], dynamic=["x:0=n,2=h,3=w", "y:0=a,1=b"],
+            alt_inputs=[r(2, 2, 5, 3), r(4, 11)], tol=(1e-4, 1e-5),
+            min_opset=(11, "aten::__interpolate", "x, None, 2.0", _nearest2x)),
+    }
