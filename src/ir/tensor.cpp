@@ -1,15 +1,91 @@
 #include "ir/tensor.h"
 
+#include <atomic>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 namespace t2o {
 
-int64_t numel_of(const Dims& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
+namespace {
+[[noreturn]] void too_large(const std::string& what) {
+  throw InputError(what + " exceeds the addressable size (2^62)", "the file declares impossibly large dimensions");
 }
+}  // namespace
+
+int64_t checked_mul(int64_t a, int64_t b) {
+  if (a < 0 || b < 0) throw InputError("size is negative: " + std::to_string(a < 0 ? a : b));
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r) || r > kMaxElements)
+    too_large("size " + std::to_string(a) + " x " + std::to_string(b));
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b) {
+  if (a < 0 || b < 0) throw InputError("size is negative: " + std::to_string(a < 0 ? a : b));
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r) || r > kMaxElements)
+    too_large("size " + std::to_string(a) + " + " + std::to_string(b));
+  return r;
+}
+
+int64_t numel_of(const Dims& dims) {
+  // The non-zero dims are bounded too, even when a zero makes the tensor empty, so that strides
+  // and partial products that kernels compute from any subset of the dims cannot overflow.
+  int64_t n = 1;
+  bool zero = false;
+  for (int64_t d : dims) {
+    if (d < 0) throw InputError("tensor dimension is negative: " + dims_to_string(dims));
+    if (d == 0) {
+      zero = true;
+      continue;
+    }
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements) too_large("tensor of dims " + dims_to_string(dims));
+  }
+  return zero ? 0 : n;
+}
+
+size_t nbytes_of(DType dtype, const Dims& dims) {
+  int64_t n = numel_of(dims);
+  int64_t es = dtype == DType::String ? static_cast<int64_t>(sizeof(std::string)) : static_cast<int64_t>(dtype_size(dtype));
+  int64_t b;
+  if (__builtin_mul_overflow(n, es, &b) || b > kMaxElements) too_large("tensor of dims " + dims_to_string(dims));
+  return static_cast<size_t>(b);
+}
+
+namespace {
+std::atomic<size_t> g_limit{0};
+std::atomic<size_t> g_used{0};
+
+std::string human_bytes(size_t n) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 6) v /= 1024, ++u;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+}  // namespace
+
+void set_memory_limit(size_t bytes) { g_limit.store(bytes); }
+size_t memory_limit() { return g_limit.load(); }
+size_t memory_in_use() { return g_used.load(); }
+
+void reserve_memory(size_t bytes) {
+  size_t limit = g_limit.load();
+  size_t before = g_used.fetch_add(bytes);
+  if (limit && (before + bytes > limit || before + bytes < before)) {
+    g_used.fetch_sub(bytes);
+    throw InputError("a tensor of " + human_bytes(bytes) + " would exceed the memory limit of " + human_bytes(limit) +
+                         " (" + human_bytes(before) + " in use)",
+                     "the model needs more memory than allowed; raise --max-memory if it is genuine");
+  }
+}
+
+void release_memory(size_t bytes) { g_used.fetch_sub(bytes); }
 
 std::string dims_to_string(const Dims& dims) {
   if (dims.empty()) return "scalar";
@@ -25,34 +101,50 @@ namespace {
 std::shared_ptr<void> allocate_bytes(size_t n, bool zero = true) {
   size_t rounded = (n + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
+  reserve_memory(rounded);
   void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw Error("out of memory allocating " + std::to_string(n) + " bytes");
+  if (!p) {
+    release_memory(rounded);
+    throw InputError("out of memory allocating " + human_bytes(n));
+  }
   if (zero) std::memset(p, 0, rounded);
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return std::shared_ptr<void>(p, [rounded](void* q) {
+    std::free(q);
+    release_memory(rounded);
+  });
 }
 }  // namespace
 
-Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
-  for (int64_t d : dims_)
-    if (d < 0) throw Error("tensor dimension is negative: " + dims_to_string(dims_));
+Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)), numel_(numel_of(dims_)) {
+  size_t bytes = nbytes_of(dtype_, dims_);  // validates the dims before anything is allocated
   if (dtype_ == DType::String) {
-    auto* v = new std::vector<std::string>(static_cast<size_t>(numel()));
-    storage_ = std::shared_ptr<void>(v, [](void* q) { delete static_cast<std::vector<std::string>*>(q); });
+    reserve_memory(bytes);
+    std::vector<std::string>* v;
+    try {
+      v = new std::vector<std::string>(static_cast<size_t>(numel()));
+    } catch (...) {
+      release_memory(bytes);
+      throw;
+    }
+    storage_ = std::shared_ptr<void>(v, [bytes](void* q) {
+      delete static_cast<std::vector<std::string>*>(q);
+      release_memory(bytes);
+    });
     data_ = v->data();
   } else {
-    storage_ = allocate_bytes(nbytes());
+    storage_ = allocate_bytes(bytes);
     data_ = storage_.get();
   }
 }
 
 Tensor Tensor::uninitialized(DType dtype, Dims dims) {
   if (dtype == DType::String) return Tensor(dtype, std::move(dims));
-  for (int64_t d : dims)
-    if (d < 0) throw Error("tensor dimension is negative: " + dims_to_string(dims));
+  size_t bytes = nbytes_of(dtype, dims);
   Tensor t;
   t.dtype_ = dtype;
+  t.numel_ = numel_of(dims);
   t.dims_ = std::move(dims);
-  t.storage_ = allocate_bytes(t.nbytes(), false);
+  t.storage_ = allocate_bytes(bytes, false);
   t.data_ = t.storage_.get();
   return t;
 }
@@ -60,6 +152,7 @@ Tensor Tensor::uninitialized(DType dtype, Dims dims) {
 Tensor Tensor::borrow(DType dtype, Dims dims, void* data) {
   Tensor t;
   t.dtype_ = dtype;
+  t.numel_ = numel_of(dims);
   t.dims_ = std::move(dims);
   t.storage_ = std::shared_ptr<void>(data, [](void*) {});
   t.data_ = data;
@@ -69,6 +162,7 @@ Tensor Tensor::borrow(DType dtype, Dims dims, void* data) {
 Tensor Tensor::share(DType dtype, Dims dims, std::shared_ptr<void> owner, void* data) {
   Tensor t;
   t.dtype_ = dtype;
+  t.numel_ = numel_of(dims);
   t.dims_ = std::move(dims);
   t.storage_ = std::move(owner);
   t.data_ = data;
@@ -82,6 +176,7 @@ Tensor Tensor::from_strings(const std::vector<std::string>& values, Dims dims) {
   return t;
 }
 
+// Dims were validated when the tensor was made, so the product cannot overflow here.
 size_t Tensor::nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
 
 std::string* Tensor::strings() {
@@ -114,6 +209,7 @@ Tensor Tensor::reshaped(Dims dims) const {
   if (numel_of(dims) != numel())
     throw Error("cannot reshape " + dims_to_string(dims_) + " to " + dims_to_string(dims));
   Tensor t = *this;
+  t.numel_ = numel_;
   t.dims_ = std::move(dims);
   return t;
 }
@@ -127,10 +223,20 @@ double Tensor::as_double(int64_t i) const {
 }
 
 int64_t Tensor::as_int(int64_t i) const {
+  // Float elements come from files: NaN reads as 0 and values past int64 saturate, where a plain
+  // cast would be undefined.
+  auto from_float = [](double v) -> int64_t {
+    if (std::isnan(v)) return 0;
+    if (v <= -9.2233720368547758e18) return INT64_MIN;
+    if (v >= 9.2233720368547758e18) return INT64_MAX;
+    return static_cast<int64_t>(v);
+  };
   return dispatch_dtype(dtype_, [&](auto tag) -> int64_t {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-      return static_cast<int64_t>(static_cast<float>(static_cast<const T*>(data_)[i]));
+      return from_float(static_cast<float>(static_cast<const T*>(data_)[i]));
+    else if constexpr (std::is_floating_point_v<T>)
+      return from_float(static_cast<double>(static_cast<const T*>(data_)[i]));
     else
       return static_cast<int64_t>(static_cast<const T*>(data_)[i]);
   });

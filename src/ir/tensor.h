@@ -13,8 +13,26 @@ namespace t2o {
 
 using Dims = std::vector<int64_t>;
 
-int64_t numel_of(const Dims& dims);
+// Sizes come from files: every product of dims goes through these, which throw InputError
+// (exit 4) instead of wrapping. Elements are capped at 2^62 and bytes at 2^62, so callers may add
+// and multiply by small factors afterwards without overflowing.
+constexpr int64_t kMaxElements = int64_t{1} << 62;
+int64_t checked_mul(int64_t a, int64_t b);  // both >= 0; the product, or throws past kMaxElements
+int64_t checked_add(int64_t a, int64_t b);  // both >= 0; likewise
+int64_t numel_of(const Dims& dims);         // throws on a negative dim or past kMaxElements
+size_t nbytes_of(DType dtype, const Dims& dims);
 std::string dims_to_string(const Dims& dims);  // "1x3x224x224", "scalar" for rank 0
+
+// A cap on the bytes held by all tensors of the process (their storage and the runtime's buffer
+// pool). Allocations past it throw InputError naming the size, before any memory is touched, so a
+// small file that declares huge tensors fails cleanly. Default: no cap (0).
+void set_memory_limit(size_t bytes);
+size_t memory_limit();
+size_t memory_in_use();
+// Accounting for storage allocated outside Tensor (the runtime's pool): reserve throws when the
+// cap would be exceeded; release returns the bytes.
+void reserve_memory(size_t bytes);
+void release_memory(size_t bytes);
 
 class Tensor {
  public:
@@ -48,7 +66,7 @@ class Tensor {
   const Dims& dims() const { return dims_; }
   int64_t dim(int i) const { return dims_.at(static_cast<size_t>(i < 0 ? i + rank() : i)); }
   int rank() const { return static_cast<int>(dims_.size()); }
-  int64_t numel() const { return numel_of(dims_); }
+  int64_t numel() const { return numel_; }
   size_t nbytes() const;
 
   void* raw() { return data_; }
@@ -84,6 +102,7 @@ class Tensor {
   void check_type(DType want) const;
   DType dtype_ = DType::Undefined;
   Dims dims_;
+  int64_t numel_ = 1;  // of dims_, checked when the dims were set
   std::shared_ptr<void> storage_;
   void* data_ = nullptr;
 };

@@ -1,6 +1,7 @@
 #include "runtime/exec.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 
 namespace t2o {
 
@@ -49,9 +51,7 @@ std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? std::str
 // Shared by the buffers themselves, so it outlives a GraphExec whose outputs are still held.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  ~BufferPool() {
-    for (auto& [n, p] : free_) std::free(p);
-  }
+  ~BufferPool() { drop_cache(); }
   // A buffer of at least `bytes`, contents unspecified.
   std::shared_ptr<void> get(size_t bytes) {
     size_t n = round(bytes);
@@ -67,22 +67,51 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
         free_.erase(it);
       }
     }
-    if (!p) p = std::aligned_alloc(64, n);
-    if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+    if (!p) {
+      // Pooled buffers count against the memory limit while they exist, cached or in use; a
+      // request over the limit first gives the cache back.
+      try {
+        reserve_memory(n);
+      } catch (const Error&) {
+        drop_cache();
+        reserve_memory(n);
+      }
+      p = std::aligned_alloc(64, n);
+      if (!p) {
+        release_memory(n);
+        throw InputError("out of memory allocating " + std::to_string(bytes) + " bytes");
+      }
+      fresh_.fetch_add(1, std::memory_order_relaxed);
+    }
     std::weak_ptr<BufferPool> self = weak_from_this();
     return std::shared_ptr<void>(p, [self, n](void* q) {
-      if (auto pool = self.lock()) pool->put(q, n);
-      else std::free(q);
+      if (auto pool = self.lock()) {
+        pool->put(q, n);
+      } else {
+        std::free(q);
+        release_memory(n);
+      }
     });
   }
+  size_t fresh() const { return fresh_.load(std::memory_order_relaxed); }
 
  private:
   static size_t round(size_t bytes) { return std::max<size_t>(64, (bytes + 4095) / 4096 * 4096); }
+  void drop_cache() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [n, p] : free_) {
+      std::free(p);
+      release_memory(n);
+    }
+    free_.clear();
+    cached_ = 0;
+  }
   void put(void* p, size_t n) {
     std::lock_guard<std::mutex> lock(mu_);
     // Shapes that keep changing must not make the pool grow without bound.
     if (cached_ + n > kMaxCached) {
       std::free(p);
+      release_memory(n);
       return;
     }
     free_.emplace(n, p);
@@ -92,6 +121,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   std::mutex mu_;
   std::multimap<size_t, void*> free_;
   size_t cached_ = 0;
+  std::atomic<size_t> fresh_{0};
 };
 
 namespace {
@@ -127,9 +157,9 @@ class NodeContext : public KernelContext {
  public:
   NodeContext(const GraphExec::Step& step, std::vector<RValue>& values, const std::vector<RValue>& consts,
               const std::vector<bool>& is_const, const GraphExec& exec, const KernelContext* outer,
-              int64_t opset, int threads)
+              int64_t opset, int threads, const std::vector<Tensor>* into = nullptr)
       : step_(step), values_(values), consts_(consts), is_const_(is_const), exec_(exec), outer_(outer),
-        opset_(opset), threads_(threads) {}
+        opset_(opset), threads_(threads), into_(into) {}
   const Node& node() const override { return *step_.node; }
   int64_t opset() const override { return opset_; }
   int num_inputs() const override { return static_cast<int>(step_.in.size()); }
@@ -150,14 +180,23 @@ class NodeContext : public KernelContext {
   }
   Tensor& allocate_output_uninit(int i, DType dtype, const Dims& dims) override {
     Tensor t;
-    if (dtype == DType::String || dtype == DType::Undefined) {
-      t = Tensor(dtype, dims);
+    if (const Tensor* bound = bound_buffer(i, dtype, dims)) {
+      t = *bound;
     } else {
       for (int64_t d : dims)
         if (d < 0) fail("output dimension is negative: " + dims_to_string(dims));
-      std::shared_ptr<void> buf = exec_.pool_->get(static_cast<size_t>(numel_of(dims)) * dtype_size(dtype));
-      void* p = buf.get();
-      t = Tensor::share(dtype, dims, std::move(buf), p);
+      try {
+        if (dtype == DType::String || dtype == DType::Undefined) {
+          t = Tensor(dtype, dims);
+        } else {
+          std::shared_ptr<void> buf = exec_.pool_->get(nbytes_of(dtype, dims));
+          void* p = buf.get();
+          t = Tensor::share(dtype, dims, std::move(buf), p);
+        }
+      } catch (const Error& e) {
+        // Sizes come from the model's data: say which node asked for them.
+        throw Error(node().describe() + ": output " + std::to_string(i) + ": " + e.what(), e.hint(), e.exit_code());
+      }
     }
     if (!has_output(i)) {
       scratch_ = std::move(t);
@@ -193,6 +232,16 @@ class NodeContext : public KernelContext {
   }
 
  private:
+  // The caller's buffer for output i when it is a bound graph output of this dtype and these dims.
+  const Tensor* bound_buffer(int i, DType dtype, const Dims& dims) const {
+    if (!into_ || !has_output(i)) return nullptr;
+    int slot = step_.out[static_cast<size_t>(i)];
+    for (size_t k = 0; k < exec_.output_slots_.size() && k < into_->size(); ++k) {
+      const Tensor& b = (*into_)[k];
+      if (exec_.output_slots_[k] == slot && b.defined() && b.dtype() == dtype && b.dims() == dims) return &b;
+    }
+    return nullptr;
+  }
   const RValue& value_at(int slot) const {
     size_t s = static_cast<size_t>(slot);
     if (is_const_[s]) return consts_[s];
@@ -210,6 +259,7 @@ class NodeContext : public KernelContext {
   const KernelContext* outer_;
   int64_t opset_;
   int threads_;
+  const std::vector<Tensor>* into_;
   Tensor scratch_;
 };
 
@@ -256,6 +306,7 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
 
   KernelRegistry& reg = KernelRegistry::instance();
   std::map<std::string, std::pair<int, std::string>> unsupported;  // op -> count, first node
+  std::vector<RValue> fold_values;
   for (const Node& n : g.nodes) {
     Step st;
     st.node = &n;
@@ -278,8 +329,12 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
         st.out.push_back(-1);
         continue;
       }
+      // Single assignment, as ONNX requires: a kernel writing the slot it reads would see its
+      // input change under it.
+      if (!defined.insert(out).second)
+        throw InputError(n.describe() + " assigns '" + out + "', which is already defined",
+                         "every value of an ONNX graph is produced once");
       st.out.push_back(slot_of(out));
-      defined.insert(out);
     }
     std::string domain = norm_domain(n.domain);
     auto oit = opsets_.find(domain);
@@ -292,9 +347,14 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
       steps_.push_back(std::move(st));
       continue;
     }
-    // Subgraphs see everything defined so far plus our own outer scope.
-    std::vector<std::string> visible(defined.begin(), defined.end());
-    visible.insert(visible.end(), outer.begin(), outer.end());
+    // Subgraphs see everything defined so far plus our own outer scope. The list is made only
+    // for nodes that have subgraphs (kernels compile them in their constructors, while `defined`
+    // is as of this node): copying it for every node made building a long chain quadratic.
+    auto visible = [&defined, &outer] {
+      std::vector<std::string> v(defined.begin(), defined.end());
+      v.insert(v.end(), outer.begin(), outer.end());
+      return v;
+    };
     const std::vector<bool>& is_const = is_const_;
     const std::vector<RValue>& consts = constants_;
     std::vector<int> in_slots = st.in;
@@ -305,18 +365,20 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
                       return is_const[s] && consts[s].is_tensor() ? &consts[s].tensor : nullptr;
                     },
                     [this, visible](const Graph& sub) -> std::shared_ptr<SubgraphRunner> {
-                      return std::make_shared<GraphExec>(sub, opsets_, opts_, visible);
+                      return std::make_shared<GraphExec>(sub, opsets_, opts_, visible());
                     },
                     &g};
     st.kernel = (*f)(info);
     // Constant nodes fold at build: their outputs become constants.
     if (n.op_type == "Constant" && domain.empty() && st.out.size() == 1 && st.out[0] >= 0) {
-      std::vector<RValue> tmp(slot_names_.size());
-      NodeContext ctx(st, tmp, constants_, is_const_, *this, nullptr, opset, opts_.threads);
+      // One scratch vector for all of them: a fresh one per Constant would be quadratic.
+      fold_values.resize(slot_names_.size());
+      NodeContext ctx(st, fold_values, constants_, is_const_, *this, nullptr, opset, opts_.threads);
       st.kernel->run(ctx);
       size_t s = static_cast<size_t>(st.out[0]);
       constants_.resize(slot_names_.size());
-      constants_[s] = tmp[s];
+      constants_[s] = std::move(fold_values[s]);
+      fold_values[s] = RValue();
       is_const_[s] = true;
       continue;
     }
@@ -361,8 +423,11 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
       steps_[static_cast<size_t>(last[s])].release.push_back(static_cast<int>(s));
 }
 
+size_t GraphExec::fresh_buffers() const { return pool_->fresh(); }
+
 std::vector<RValue> GraphExec::run_graph(const std::vector<RValue>& inputs, const KernelContext* outer,
-                                         std::unordered_map<std::string, RValue>* keep_all) {
+                                         std::unordered_map<std::string, RValue>* keep_all,
+                                         const std::vector<Tensor>* into) {
   std::vector<RValue> values(slot_names_.size());
   // Overridable initializers start at their defaults.
   for (const Initializer& init : graph_.initializers) {
@@ -374,7 +439,7 @@ std::vector<RValue> GraphExec::run_graph(const std::vector<RValue>& inputs, cons
   for (Step& st : steps_) {
     auto oit = opsets_.find(norm_domain(st.node->domain));
     NodeContext ctx(st, values, constants_, is_const_, *this, outer, oit == opsets_.end() ? 0 : oit->second,
-                    opts_.threads);
+                    opts_.threads, into);
     try {
       if (OpProfile* prof = op_profile()) {
         auto t0 = std::chrono::steady_clock::now();
@@ -387,8 +452,11 @@ std::vector<RValue> GraphExec::run_graph(const std::vector<RValue>& inputs, cons
       } else {
         st.kernel->run(ctx);
       }
-    } catch (const Error&) {
-      throw;
+    } catch (const Error& e) {
+      // Errors from shared helpers (size checks, the memory limit) do not know the node.
+      std::string d = st.node->describe();
+      if (std::string_view(e.what()).find(d) != std::string_view::npos) throw;
+      throw Error(d + ": " + e.what(), e.hint(), e.exit_code());
     } catch (const std::exception& e) {
       throw Error(st.node->describe() + ": " + e.what());
     }

@@ -24,13 +24,19 @@ class GraphExec : public SubgraphRunner {
             const std::vector<std::string>& outer_names = {});
 
   // Binds inputs in order of the graph's runtime inputs; `outer` resolves outer-scope names.
+  // `into` (by graph output, undefined where unbound) are caller buffers: the node producing an
+  // output allocates it there when the dtype and dims match. Safe to call from several threads.
   std::vector<RValue> run_graph(const std::vector<RValue>& inputs, const KernelContext* outer,
-                                std::unordered_map<std::string, RValue>* keep_all = nullptr);
+                                std::unordered_map<std::string, RValue>* keep_all = nullptr,
+                                const std::vector<Tensor>* into = nullptr);
   std::vector<RValue> run(KernelContext& outer, const std::vector<RValue>& inputs) override {
     return run_graph(inputs, &outer);
   }
   const Graph& graph() const override { return graph_; }
   const std::vector<const ValueInfo*>& formal_inputs() const { return formal_inputs_; }
+  // Activation buffers this graph took from the allocator rather than from its free list: a
+  // steady workload stops adding to it after the first run.
+  size_t fresh_buffers() const;
 
  private:
   friend class NodeContext;

@@ -2,6 +2,12 @@
 // Runtime graph rewrites, applied by Session at build when fast paths are on (never with
 // fast_paths=false, so reference runs and run_all see the graph as written).
 //
+// DequantizeLinear nodes whose inputs are all initializers (int8 weights of QDQ models) are
+// replaced by the float initializers they compute, so the ops reading them see constant weights.
+// A QuantizeLinear -> DequantizeLinear pair with one constant scale and zero point (a static QDQ
+// model's activations) becomes internal::QuantDequant(X, scale, zero_point), the same values in
+// one threaded pass.
+//
 // Conv followed by activations and/or a residual Add becomes one node
 //   ai.torch2onnx.internal::FusedConv(X, W, [B], [R])
 // carrying Conv's attributes plus `post_ops` (names, applied in order), `post_alpha` and

@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -139,6 +141,68 @@ std::map<std::string, RValue> Session::run(const std::map<std::string, RValue>& 
   for (size_t i = 0; i < outs.size(); ++i) r[impl_->model.graph.outputs[i].name] = std::move(outs[i]);
   return r;
 }
+
+namespace {
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  if (!a.nbytes() || !b.nbytes()) return false;
+  auto pa = static_cast<const char*>(a.raw()), pb = static_cast<const char*>(b.raw());
+  return pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+std::string describe(DType t, const Dims& d) { return std::string(dtype_name(t)) + "[" + dims_to_string(d) + "]"; }
+
+}  // namespace
+
+std::map<std::string, RValue> Session::run(const std::map<std::string, RValue>& inputs,
+                                           const std::map<std::string, Tensor>& outputs) {
+  const std::vector<ValueInfo>& outs_info = impl_->model.graph.outputs;
+  std::vector<Tensor> into(outs_info.size());
+  for (const auto& [name, buf] : outputs) {
+    size_t k = 0;
+    while (k < outs_info.size() && outs_info[k].name != name) ++k;
+    if (k == outs_info.size()) {
+      std::string names;
+      for (const auto& o : outs_info) names += (names.empty() ? "" : ", ") + o.name;
+      throw Error("the model has no output named '" + name + "'", "its outputs are: " + names, kExitUsage);
+    }
+    const Type& t = outs_info[k].type;
+    if (t.kind == Type::Kind::Tensor) {
+      bool fits = t.elem == DType::Undefined || t.elem == buf.dtype();
+      if (fits && t.shape && t.shape->is_static()) fits = t.shape->static_dims() == buf.dims();
+      if (!fits)
+        throw Error("the buffer bound to output '" + name + "' is " + describe(buf.dtype(), buf.dims()) +
+                        ", the model's output is " + t.to_string(),
+                    {}, kExitUsage);
+    }
+    for (const auto& [in_name, v] : inputs)
+      if (v.is_tensor() && overlaps(v.tensor, buf))
+        throw Error("the buffer bound to output '" + name + "' overlaps input '" + in_name + "'",
+                    "give each output its own memory", kExitUsage);
+    into[k] = buf;
+  }
+  std::vector<RValue> outs = impl_->exec->run_graph(impl_->bind(inputs), nullptr, nullptr, &into);
+  std::map<std::string, RValue> r;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    Tensor& buf = into[k];
+    if (buf.defined()) {
+      if (!outs[k].is_tensor() || outs[k].tensor.dtype() != buf.dtype() || outs[k].tensor.dims() != buf.dims())
+        throw Error("output '" + outs_info[k].name + "' is " +
+                        (outs[k].is_tensor() ? describe(outs[k].tensor.dtype(), outs[k].tensor.dims()) : "not a tensor") +
+                        " but its bound buffer is " + describe(buf.dtype(), buf.dims()),
+                    "bind a buffer of the output's size for these inputs", kExitUsage);
+      if (outs[k].tensor.raw() != buf.raw()) {
+        if (buf.dtype() == DType::String) std::copy_n(outs[k].tensor.strings(), buf.numel(), buf.strings());
+        else if (buf.nbytes()) std::memcpy(buf.raw(), outs[k].tensor.raw(), buf.nbytes());
+      }
+      outs[k] = RValue(buf);
+    }
+    r[outs_info[k].name] = std::move(outs[k]);
+  }
+  return r;
+}
+
+size_t Session::fresh_buffers() const { return impl_->exec->fresh_buffers(); }
 
 std::vector<RValue> Session::run_ordered(const std::vector<RValue>& inputs) {
   if (inputs.size() != impl_->inputs.size())

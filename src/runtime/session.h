@@ -5,7 +5,7 @@
 //   auto out = s.run({{"input", t2o::Tensor::borrow(t2o::DType::Float, {1, 3, 224, 224}, data)}});
 //
 // Inputs are borrowed, not copied. Wrong names, dtypes, ranks or sizes against the model's
-// declared inputs throw t2o::Error.
+// declared inputs throw t2o::Error. One Session may run on several threads at once.
 #include <map>
 #include <memory>
 #include <string>
@@ -37,11 +37,25 @@ class Session {
   const Model& model() const;
 
   std::map<std::string, RValue> run(const std::map<std::string, RValue>& inputs);
+  // Runs with outputs written into the caller's buffers: `outputs` maps output names to tensors
+  // over the caller's memory (Tensor::borrow) with the dtype and dims the run produces. The node
+  // computing an output writes straight into its buffer when it allocates its result; otherwise
+  // (an output that is an input or a constant, or one computed in place) the result is copied
+  // there. Returns every output; bound ones share the caller's memory. Throws t2o::Error for an
+  // unknown name, a buffer that overlaps an input, or one whose dtype or dims differ from the
+  // result (known before running for static output shapes, else after: contents unspecified).
+  std::map<std::string, RValue> run(const std::map<std::string, RValue>& inputs,
+                                    const std::map<std::string, Tensor>& outputs);
   // Positional: inputs in the order of inputs(), outputs in the order of outputs().
   std::vector<RValue> run_ordered(const std::vector<RValue>& inputs);
 
   // Every intermediate value too (for verification); names as in the graph.
   std::map<std::string, RValue> run_all(const std::map<std::string, RValue>& inputs);
+
+  // Activation buffers taken from the system allocator so far (the main graph's). Repeated runs
+  // at the same sizes reuse freed buffers, so this stops growing after the first run unless
+  // the caller keeps the outputs (run into bound buffers to keep them without allocating).
+  size_t fresh_buffers() const;
 
  private:
   struct Impl;

@@ -1,8 +1,10 @@
 // Runs the ONNX backend test data through the runtime and compares with the expected outputs,
 // with the ONNX test loader's tolerance (rtol 1e-3, atol 1e-7, NaN equal to NaN).
 //
-//   t2o_conformance [--data DIR] [--filter SUBSTR] [--expected FILE] [--write-results FILE] [-v]
+//   t2o_conformance [--data DIR] [--filter SUBSTR] [--expected FILE] [--write-results FILE] [--optimize] [-v]
 //
+// With --optimize, every model first goes through the optimizer (all passes, no proof, written and
+// read back as bytes), so a pass that breaks a model shows as a regression.
 // With --expected, exits 1 when a test listed there no longer passes (a regression).
 #include <algorithm>
 #include <cmath>
@@ -16,6 +18,7 @@
 
 #include "onnx/model_io.h"
 #include "onnx/tensor_io.h"
+#include "passes/passes.h"
 #include "runtime/session.h"
 #include "runtime/value_io.h"
 
@@ -111,9 +114,21 @@ bool close_value(const PbValue& want, const RValue& got, std::string& why) {
 }
 
 // Runs every test_data_set_* of one test folder. Returns "" on pass, else a one-line reason.
-std::string run_test(const fs::path& dir, bool reference) {
+int g_rewritten = 0;  // models the optimizer changed (--optimize)
+
+std::string run_test(const fs::path& dir, bool reference, bool optimized) {
   try {
     Model m = load_model((dir / "model.onnx").string());
+    if (optimized) {
+      OptimizeOptions o;
+      OptimizeReport r = optimize(m, o);
+      for (const PassStats& p : r.passes) {
+        if (p.rewrites == 0) continue;
+        ++g_rewritten;
+        break;
+      }
+      m = load_model_from_bytes(save_model_to_bytes(m), dir.string());
+    }
     std::vector<Type> out_types;
     for (const auto& o : m.graph.outputs) out_types.push_back(o.type);
     SessionOptions so;
@@ -158,7 +173,7 @@ std::string run_test(const fs::path& dir, bool reference) {
 int main(int argc, char** argv) {
   std::string data = "/usr/share/libonnx-testdata/data";
   std::string filter, expected, results;
-  bool verbose = false, reference = false;
+  bool verbose = false, reference = false, optimized = false;
   std::vector<std::string> folders = {"node", "pytorch-converted", "pytorch-operator", "simple"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -174,9 +189,10 @@ int main(int argc, char** argv) {
     else if (a == "--expected") expected = next();
     else if (a == "--write-results") results = next();
     else if (a == "--reference") reference = true;
+    else if (a == "--optimize") optimized = true;
     else if (a == "-v" || a == "--verbose") verbose = true;
     else {
-      std::fprintf(stderr, "usage: t2o_conformance [--data DIR] [--filter SUBSTR] [--expected FILE] [--write-results FILE] [--reference] [-v]\n");
+      std::fprintf(stderr, "usage: t2o_conformance [--data DIR] [--filter SUBSTR] [--expected FILE] [--write-results FILE] [--reference] [--optimize] [-v]\n");
       return 2;
     }
   }
@@ -205,7 +221,7 @@ int main(int argc, char** argv) {
     for (const fs::path& t : tests) {
       std::string id = folder + "/" + t.filename().string();
       if (!filter.empty() && id.find(filter) == std::string::npos) continue;
-      std::string why = run_test(t, reference);
+      std::string why = run_test(t, reference, optimized);
       auto& pf = per_folder[folder];
       ++pf.second;
       if (why.empty()) ++pf.first;
@@ -223,6 +239,7 @@ int main(int argc, char** argv) {
     total += pt.second;
   }
   std::printf("%-20s %4d / %4d passed (%.1f%%)\n", "all", pass, total, total ? 100.0 * pass / total : 0.0);
+  if (optimized) std::printf("the optimizer rewrote %d of the %d models\n", g_rewritten, total);
   if (!regressions.empty()) {
     std::printf("%zu regression(s): tests in the expected-pass list now fail\n", regressions.size());
     return 1;

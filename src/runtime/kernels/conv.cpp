@@ -2,6 +2,7 @@
 // dtype and attribute combination; f32 Conv/ConvTranspose go through oneDNN when fast paths are on.
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/conv_ref.h"
@@ -202,11 +203,11 @@ class ConvKernel : public OpKernel {
     if (fast && yp.numel() > 0 && head_len() < post_.size()) {
       // What oneDNN refused is most likely the sum (a residual that broadcasts, e.g. a bias-like
       // Add): keep the conv and the post-ops before the sum on oneDNN, do the rest plainly.
-      if (!head_) {
+      std::call_once(head_once_, [this] {
         head_ = std::make_unique<kern::DnnlConv>(
             false, group_, std::vector<kern::ConvPostOp>(post_.begin(), post_.begin() + static_cast<long>(head_len())));
         head_->set_layout(src_blk_, 0, 0);
-      }
+      });
       head_ran = head_->run(x, w, b, s.g, yp);
     }
     if (!head_ran) {
@@ -234,6 +235,7 @@ class ConvKernel : public OpKernel {
   int64_t src_blk_, dst_blk_, res_blk_;
   std::unique_ptr<kern::DnnlConv> dnnl_;
   std::unique_ptr<kern::DnnlConv> head_;  // the conv and post-ops before the sum, built on demand
+  std::once_flag head_once_;              // runs on several threads may reach it at once
 
   size_t head_len() const {
     size_t n = 0;

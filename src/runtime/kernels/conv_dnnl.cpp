@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <new>
 #include <string>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -31,8 +32,10 @@ dnnl::stream& stream() {
   return s;
 }
 
-// Grow-only aligned buffers for blocked copies of activations. Kernels of one graph run one at a
-// time on a thread, so two per thread (src and dst) serve every node instead of one per node.
+// Grow-only aligned buffers for blocked copies of activations, reordered run-time weights and
+// oneDNN scratchpads. Kernels of one graph run one at a time on a thread, so four per thread
+// (src, dst, weights, scratchpad) serve every node instead of one per node, and threads running
+// the same node never share one.
 class Scratch {
  public:
   ~Scratch() { ::operator delete(p_, std::align_val_t(64)); }
@@ -50,9 +53,33 @@ class Scratch {
   size_t cap_ = 0;
 };
 Scratch& scratch(int i) {
-  thread_local Scratch s[2];
+  thread_local Scratch s[4];
   return s[i];
 }
+
+// oneDNN's own scratchpad belongs to the thread that created a primitive (a cached primitive run
+// on another thread would use that thread's, possibly too small). Cached primitives therefore
+// take the executing thread's scratchpad, so one Session can run on many threads at once.
+dnnl::primitive_attr user_scratchpad(dnnl::primitive_attr attr = {}) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+void execute(const dnnl::primitive& p, const memory::desc& scratchpad, std::unordered_map<int, memory> args) {
+  if (size_t n = scratchpad.get_size()) args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad, engine(), scratch(3).get(n)));
+  p.execute(stream(), args);
+}
+// A cached reorder and its scratchpad.
+struct Reorder {
+  dnnl::reorder prim;
+  memory::desc scratchpad;
+  Reorder() = default;
+  Reorder(const memory::desc& from, const memory::desc& to) {
+    dnnl::reorder::primitive_desc pd(engine(), from, engine(), to, user_scratchpad());
+    prim = dnnl::reorder(pd);
+    scratchpad = pd.scratchpad_desc();
+  }
+  void run(memory& from, memory& to) const { execute(prim, scratchpad, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}); }
+};
 
 memory::dims mdims(const Dims& d) { return memory::dims(d.begin(), d.end()); }
 
@@ -193,11 +220,14 @@ struct DnnlConv::Impl {
     bool ok = false;
     dnnl::primitive prim;
     memory::desc src_md, wei_md, dst_md, src_user, dst_user, wei_user, res_user;
+    memory::desc scratchpad;
     bool src_re = false, dst_re = false, wei_re = false, res_re = false;
-    dnnl::reorder src_r, dst_r, res_r;
-    memory wei_mem;  // reordered run-time weights (non-constant weights only)
+    Reorder src_r, dst_r, res_r;
   };
-  std::map<Dims, Entry> cache;
+  // Entries are shared so that clearing the cache never frees one another thread is running;
+  // `mu` guards the cache and `packed`, never the execution.
+  std::mutex mu;
+  std::map<Dims, std::shared_ptr<const Entry>> cache;
   bool constant = false;
   Tensor const_w;
   std::vector<std::pair<memory::desc, memory>> packed;  // constant weights per oneDNN layout
@@ -213,7 +243,7 @@ struct DnnlConv::Impl {
     memory::desc b({yd[1]}, memory::data_type::f32, memory::format_tag::a);
     auto st = mdims(g.stride), di = mdims(minus_one(g.dil)), pl = mdims(g.pb), pr = mdims(effective_end_pad(g, transpose));
     auto fwd = dnnl::prop_kind::forward_inference;
-    dnnl::primitive_attr attr = post_attr(post);
+    dnnl::primitive_attr attr = user_scratchpad(post_attr(post));
     if (!transpose) {
       auto d = bias ? dnnl::convolution_forward::desc(fwd, dnnl::algorithm::convolution_direct, src, wei, b, dst, st, di, pl, pr)
                     : dnnl::convolution_forward::desc(fwd, dnnl::algorithm::convolution_direct, src, wei, dst, st, di, pl, pr);
@@ -230,7 +260,8 @@ struct DnnlConv::Impl {
     return yd;
   }
 
-  memory& packed_for(const memory::desc& md) {
+  memory packed_for(const memory::desc& md) {
+    std::lock_guard<std::mutex> lock(mu);
     for (auto& [d, m] : packed)
       if (d == md) return m;
     memory user(user_weights_desc(transpose, group, const_w.dims()), engine(), const_cast<void*>(const_w.raw()));
@@ -253,6 +284,7 @@ void DnnlConv::set_layout(int64_t src_blk, int64_t dst_blk, int64_t res_blk) {
   impl_->src_blk = src_blk;
   impl_->dst_blk = dst_blk;
   impl_->res_blk = res_blk;
+  std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->cache.clear();
 }
 
@@ -282,9 +314,16 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
   Dims key = x.dims();
   key.insert(key.end(), w.dims().begin(), w.dims().end());
   key.push_back(b ? 1 : 0);
-  auto it = s.cache.find(key);
-  if (it == s.cache.end()) {
-    Impl::Entry e;
+  std::shared_ptr<const Impl::Entry> found;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.cache.find(key);
+    if (it != s.cache.end()) found = it->second;
+  }
+  if (!found) {
+    // Built outside the lock (primitive creation is slow); two threads may both build one.
+    auto made = std::make_shared<Impl::Entry>();
+    Impl::Entry& e = *made;
     try {
       auto pd = s.make_pd(xd, w.dims(), b != nullptr, g, yd);
       // With one side fixed blocked and the other left open, oneDNN may settle for its reference
@@ -300,6 +339,7 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
         }
       }
       e.prim = dnnl::primitive(pd);
+      e.scratchpad = pd.scratchpad_desc();
       e.src_md = pd.src_desc();
       e.wei_md = pd.weights_desc();
       e.dst_md = pd.dst_desc();
@@ -310,19 +350,19 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
       e.src_re = !(e.src_md == e.src_user);
       e.dst_re = !(e.dst_md == e.dst_user);
       e.wei_re = !(e.wei_md == e.wei_user);
-      if (e.src_re) e.src_r = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.src_user, engine(), e.src_md));
-      if (e.dst_re) e.dst_r = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.dst_md, engine(), e.dst_user));
+      if (e.src_re) e.src_r = Reorder(e.src_user, e.src_md);
+      if (e.dst_re) e.dst_r = Reorder(e.dst_md, e.dst_user);
       e.res_re = has_sum(s.post) && !(e.res_user == e.dst_md);
-      if (e.res_re) e.res_r = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.res_user, engine(), e.dst_md));
-      if (e.wei_re && !s.constant) e.wei_mem = memory(e.wei_md, engine());
+      if (e.res_re) e.res_r = Reorder(e.res_user, e.dst_md);
       e.ok = true;
     } catch (const dnnl::error&) {
       e.ok = false;
     }
+    std::lock_guard<std::mutex> lock(s.mu);
     if (s.cache.size() >= 16) s.cache.clear();  // shapes keep changing: do not grow without bound
-    it = s.cache.emplace(key, std::move(e)).first;
+    found = s.cache.emplace(key, std::move(made)).first->second;
   }
-  Impl::Entry& e = it->second;
+  const Impl::Entry& e = *found;
   if (!e.ok) return false;
 
   // In place (y is the residual's buffer) only when the residual need not be reordered into it.
@@ -333,14 +373,14 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
   memory src = src_user, dst = dst_user;
   if (e.src_re) {
     src = memory(e.src_md, engine(), scratch(0).get(e.src_md.get_size()));
-    e.src_r.execute(st, src_user, src);
+    e.src_r.run(src_user, src);
   }
   if (e.dst_re) dst = memory(e.dst_md, engine(), scratch(1).get(e.dst_md.get_size()));
   if (residual) {
     // The sum post-op adds what dst holds before the conv writes it.
     if (e.res_re) {
       memory r(e.res_user, engine(), const_cast<void*>(residual->raw()));
-      e.res_r.execute(st, r, dst);
+      e.res_r.run(r, dst);
     } else if (residual->raw() != dst.get_data_handle()) {
       std::memcpy(dst.get_data_handle(), residual->raw(), e.dst_md.get_size());
     }
@@ -351,8 +391,8 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
   } else {
     memory wu(e.wei_user, engine(), const_cast<void*>(w.raw()));
     if (e.wei_re) {
-      reorder(wu, e.wei_mem);
-      wei = e.wei_mem;
+      wei = memory(e.wei_md, engine(), scratch(2).get(e.wei_md.get_size()));
+      reorder(wu, wei);
     } else {
       wei = wu;
     }
@@ -363,8 +403,8 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
     args.emplace(DNNL_ARG_BIAS, memory({{bt.numel()}, memory::data_type::f32, memory::format_tag::a}, engine(),
                                        const_cast<void*>(bt.raw())));
   }
-  e.prim.execute(st, args);
-  if (e.dst_re) e.dst_r.execute(st, dst, dst_user);
+  execute(e.prim, e.scratchpad, std::move(args));
+  if (e.dst_re) e.dst_r.run(dst, dst_user);
   st.wait();
   return true;
 }
@@ -374,9 +414,10 @@ struct DnnlPool::Impl {
   struct Entry {
     bool ok = false;
     dnnl::pooling_v2_forward prim;
-    memory::desc src_md, dst_md;
+    memory::desc src_md, dst_md, scratchpad;
   };
-  std::map<Dims, Entry> cache;
+  std::mutex mu;  // guards the cache (entries are shared, as in DnnlConv)
+  std::map<Dims, std::shared_ptr<const Entry>> cache;
 };
 
 DnnlPool::DnnlPool(Kind kind) : impl_(std::make_unique<Impl>()) { impl_->kind = kind; }
@@ -384,9 +425,15 @@ DnnlPool::~DnnlPool() = default;
 
 bool DnnlPool::run(const Tensor& x, const Geom& g, Tensor& y) {
   Impl& s = *impl_;
-  auto it = s.cache.find(x.dims());
-  if (it == s.cache.end()) {
-    Impl::Entry e;
+  std::shared_ptr<const Impl::Entry> found;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.cache.find(x.dims());
+    if (it != s.cache.end()) found = it->second;
+  }
+  if (!found) {
+    auto made = std::make_shared<Impl::Entry>();
+    Impl::Entry& e = *made;
     Dims pr = effective_end_pad(g, false);
     bool ok = true;
     for (size_t i = 0; i < pr.size(); ++i) {
@@ -403,19 +450,22 @@ bool DnnlPool::run(const Tensor& x, const Geom& g, Tensor& y) {
       e.dst_md = plain_desc(y.dims());
       dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, e.src_md, e.dst_md, mdims(g.stride),
                                        mdims(g.k), mdims(minus_one(g.dil)), mdims(g.pb), mdims(pr));
-      e.prim = dnnl::pooling_v2_forward(dnnl::pooling_v2_forward::primitive_desc(d, engine()));
+      dnnl::pooling_v2_forward::primitive_desc pd(d, user_scratchpad(), engine());
+      e.prim = dnnl::pooling_v2_forward(pd);
+      e.scratchpad = pd.scratchpad_desc();
       e.ok = true;
     } catch (const dnnl::error&) {
       e.ok = false;
     }
+    std::lock_guard<std::mutex> lock(s.mu);
     if (s.cache.size() >= 16) s.cache.clear();
-    it = s.cache.emplace(x.dims(), std::move(e)).first;
+    found = s.cache.emplace(x.dims(), std::move(made)).first->second;
   }
-  Impl::Entry& e = it->second;
+  const Impl::Entry& e = *found;
   if (!e.ok) return false;
   memory src(e.src_md, engine(), const_cast<void*>(x.raw()));
   memory dst(e.dst_md, engine(), y.raw());
-  e.prim.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  execute(e.prim, e.scratchpad, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
   stream().wait();
   return true;
 }

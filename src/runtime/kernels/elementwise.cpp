@@ -120,6 +120,9 @@ struct Wrapping {
     }
   }
 };
+// Spelled out: clang 14 lacks C++20's implicit deduction for aggregates (P1816).
+template <typename F>
+Wrapping(F) -> Wrapping<F>;
 
 struct DivOp {
   template <typename C>

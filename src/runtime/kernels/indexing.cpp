@@ -218,8 +218,9 @@ void one_hot(KernelContext& ctx) {
   const Tensor& vals = ctx.input(2);
   if (dt.numel() != 1) ctx.fail("depth must hold one element");
   if (vals.numel() != 2) ctx.fail("values must hold [off_value, on_value]");
-  int64_t depth = static_cast<int64_t>(dt.as_double(0));
-  if (depth < 0) ctx.fail("depth must be non-negative");
+  double depth_value = dt.as_double(0);
+  if (!(depth_value >= 0)) ctx.fail("depth must be non-negative");
+  int64_t depth = saturate_cast<int64_t>(depth_value);
   int64_t r = ind.rank();
   int64_t axis = ctx.node().attr_int("axis", -1);
   if (axis < 0) axis += r + 1;
@@ -232,7 +233,9 @@ void one_hot(KernelContext& ctx) {
   for (int64_t i = 0; i < y.numel(); ++i) copy_elems(vals, 0, y, i, 1);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < inner; ++j) {
-      int64_t v = static_cast<int64_t>(ind.as_double(o * inner + j));
+      // A NaN index selects nothing.
+      int64_t v = dtype_is_float(ind.dtype()) ? saturate_cast<int64_t>(ind.as_double(o * inner + j), INT64_MIN)
+                                               : ind.as_int(o * inner + j);
       if (v < 0) v += depth;
       if (v >= 0 && v < depth) copy_elems(vals, 1, y, (o * depth + v) * inner + j, 1);
     }

@@ -3,6 +3,7 @@
 // packed copy is kept for every later run of that shape.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,11 +35,17 @@ struct DnnlMatmul {
     dnnl::matmul prim;
     memory::desc w_desc;
     std::shared_ptr<memory> packed_b;  // for a constant B: the reordered weights
+    memory::desc scratchpad;
   };
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
   std::map<Key, Prim> cache;
   std::set<Key> rejected;  // shapes oneDNN refused: go straight to the reference kernel
   std::vector<std::shared_ptr<memory>> packed;  // the constant B in each layout made so far
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> scratchpad;  // for every shape; runs hold `mu`
+  size_t scratchpad_size = 0;
   std::mutex mu;
 };
 
@@ -107,6 +114,8 @@ bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M,
       bool packed = !b;
       memory::desc b_md = packed ? memory::desc(bd, dt::f32, tag::any) : b_plain;
       dnnl::primitive_attr attr;
+      // Our scratchpad, not oneDNN's per-thread one: the primitive may run on any thread.
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       if (m.alpha != 1.0f) attr.set_output_scales(0, {m.alpha});
       if (beta_sum != 0.0f) {
         dnnl::post_ops po;
@@ -121,7 +130,7 @@ bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M,
         m.rejected.insert(key);
         return false;
       }
-      DnnlMatmul::Prim p{dnnl::matmul(pd), pd.weights_desc(), nullptr};
+      DnnlMatmul::Prim p{dnnl::matmul(pd), pd.weights_desc(), nullptr, pd.scratchpad_desc()};
       if (packed) p.packed_b = packed_b(m, p.w_desc, K, N);
       it = m.cache.emplace(key, std::move(p)).first;
     }
@@ -132,6 +141,14 @@ bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M,
     if (p.packed_b) args.emplace(DNNL_ARG_WEIGHTS, *p.packed_b);
     else args.emplace(DNNL_ARG_WEIGHTS, memory(b_plain, cpu_engine(), const_cast<float*>(b)));
     if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_md, cpu_engine(), const_cast<float*>(bias)));
+    if (size_t n = p.scratchpad.get_size()) {
+      if (n > m.scratchpad_size) {
+        m.scratchpad.reset(std::aligned_alloc(64, (n + 63) / 64 * 64));
+        if (!m.scratchpad) return false;
+        m.scratchpad_size = n;
+      }
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, cpu_engine(), m.scratchpad.get()));
+    }
     dnnl::stream s(cpu_engine());
     p.prim.execute(s, args);
     s.wait();

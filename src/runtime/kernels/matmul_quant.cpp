@@ -103,7 +103,8 @@ void qlinear_matmul(KernelContext& ctx) {
     size_t m = static_cast<size_t>(mn / s.N), n = static_cast<size_t>(mn % s.N);
     float real = static_cast<float>(acc[i]) * (asc[m] * bsc[n] / ysc[0]);
     float q = std::nearbyint(real) + static_cast<float>(yzp);
-    int32_t v = static_cast<int32_t>(std::min<float>(std::max<float>(q, static_cast<float>(lo)), static_cast<float>(hi)));
+    // NaN (a zero y_scale) maps to the zero point; saturate_cast keeps the conversion defined.
+    int32_t v = std::clamp(saturate_cast<int32_t>(q, yzp), lo, hi);
     yp[i] = static_cast<uint8_t>(v);
   }
 }

@@ -172,13 +172,21 @@ class TfIdfKernel : public OpKernel {
         grams_[key] = indexes[static_cast<size_t>(k)];
       }
     }
-    for (int64_t i : indexes) out_size_ = std::max(out_size_, i + 1);
+    // Indexes address the output row: a negative one would write before it, and the row is
+    // allocated per input row, so its length stays addressable.
+    for (int64_t i : indexes) {
+      if (i < 0 || i >= (int64_t{1} << 40)) throw Error(n.describe() + ": ngram_indexes value " + std::to_string(i) + " is out of range");
+      out_size_ = std::max(out_size_, i + 1);
+    }
+    if (max_n_ > (int64_t{1} << 20) || max_skip_ > (int64_t{1} << 20))
+      throw Error(n.describe() + ": gram lengths and skip count must be below 2^20");
   }
 
   void run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     if (x.rank() != 1 && x.rank() != 2) ctx.fail("input must have rank 1 or 2");
     if (strings_ != (x.dtype() == DType::String)) ctx.fail("input type does not match the pool type");
+    if (!strings_ && x.dtype() != DType::Int32 && x.dtype() != DType::Int64) ctx.fail("input must be int32, int64 or string");
     int64_t rows = x.rank() == 2 ? x.dim(0) : 1, cols = x.dim(-1);
     std::vector<int64_t> ids(static_cast<size_t>(x.numel()));
     for (int64_t i = 0; i < x.numel(); ++i) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernel.h"
+#include "runtime/kernels/util.h"
 
 namespace t2o {
 namespace {
@@ -17,6 +17,7 @@ template <typename T>
 void store(T* p, int64_t i, double v) {
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) p[i] = T(static_cast<float>(v));
   else if constexpr (std::is_same_v<T, bool>) p[i] = v != 0;
+  else if constexpr (std::is_integral_v<T>) p[i] = kern::saturate_cast<T>(v);  // high/mean come from the model
   else p[i] = static_cast<T>(v);
 }
 
@@ -27,7 +28,7 @@ class RandomKernel : public OpKernel {
     const Node& n = info.node;
     if (n.has_attr("seed")) {
       float s = n.attr_float("seed", 0.f);
-      gen_.seed(static_cast<uint64_t>(static_cast<int64_t>(s)) ^ 0x9e3779b97f4a7c15ULL);
+      gen_.seed(static_cast<uint64_t>(kern::saturate_cast<int64_t>(s)) ^ 0x9e3779b97f4a7c15ULL);
     } else {
       gen_.seed(std::random_device{}());
     }

@@ -1,11 +1,15 @@
-// QuantizeLinear, DequantizeLinear (per-tensor, and per-axis from opset 13), DynamicQuantizeLinear.
+// QuantizeLinear, DequantizeLinear (per-tensor, and per-axis from opset 13), DynamicQuantizeLinear,
+// and the internal QuantDequant: a QuantizeLinear -> DequantizeLinear pair with one per-tensor
+// scale and zero point, which session build makes of static QDQ models (runtime/optimize.h).
 // Quantization rounds half to even and saturates to the range of the zero point's type.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "runtime/kernels/util.h"
+#include "runtime/optimize.h"
 
 namespace t2o {
 namespace kern {
@@ -51,7 +55,6 @@ void quantize_linear(KernelContext& ctx) {
     sc[static_cast<size_t>(k)] = static_cast<float>(S.as_double(k));
     if (Z) zp[static_cast<size_t>(k)] = static_cast<float>(Z->as_int(k));
   }
-  float lo = yt == DType::UInt8 ? 0.0f : -128.0f, hi = yt == DType::UInt8 ? 255.0f : 127.0f;
   auto loop = [&](auto xv, auto yv) {
     using XT = decltype(xv);
     using YT = decltype(yv);
@@ -63,8 +66,9 @@ void quantize_linear(KernelContext& ctx) {
         int64_t base = (o * len + k) * inner;
         for (int64_t i = 0; i < inner; ++i) {
           // Divide in float as the spec does, round half to even, then saturate.
+          // NaN (0/0, NaN input) has no defined integer: it maps to the zero point, i.e. to 0.
           float q = std::nearbyint(static_cast<float>(x[base + i]) / s) + z;
-          y[base + i] = static_cast<YT>(std::min(std::max(q, lo), hi));
+          y[base + i] = saturate_cast<YT>(q, saturate_cast<YT>(z));
         }
       }
   };
@@ -128,16 +132,50 @@ void dynamic_quantize_linear(KernelContext& ctx) {
     mx = std::max(mx, x[i]);
   }
   float scale = (mx - mn) / 255.0f;
-  float zpf = scale == 0 ? 0.0f : std::nearbyint(std::min(std::max((0 - mn) / scale, 0.0f), 255.0f));
-  uint8_t zp = static_cast<uint8_t>(zpf);
+  // Infinite inputs make the scale infinite and these quotients NaN: saturate_cast keeps them defined.
+  uint8_t zp = scale == 0 ? 0 : saturate_cast<uint8_t>(std::nearbyint((0 - mn) / scale));
+  float zpf = zp;
   Tensor& Y = ctx.allocate_output(0, DType::UInt8, X.dims());
   uint8_t* y = Y.data<uint8_t>();
   for (int64_t i = 0; i < X.numel(); ++i) {
     float q = scale == 0 ? zpf : std::nearbyint(x[i] / scale) + zpf;
-    y[i] = static_cast<uint8_t>(std::min(std::max(q, 0.0f), 255.0f));
+    y[i] = saturate_cast<uint8_t>(q, zp);
   }
   ctx.allocate_output(1, DType::Float, {}).data<float>()[0] = scale;
   ctx.allocate_output(2, DType::UInt8, {}).data<uint8_t>()[0] = zp;
+}
+
+// DequantizeLinear(QuantizeLinear(x)) in one pass, threaded, with the arithmetic of the two
+// reference kernels above so the values are the same bit for bit.
+void quantize_dequantize(KernelContext& ctx) {
+  const Tensor& X = ctx.input(0);
+  const Tensor& S = ctx.input(1);
+  const Tensor& Z = ctx.input(2);
+  if (X.dtype() != DType::Float || S.numel() != 1 || Z.numel() != 1 || !dtype_is_float(S.dtype()) ||
+      (Z.dtype() != DType::UInt8 && Z.dtype() != DType::Int8))
+    ctx.fail("needs float x, one float scale and one int8/uint8 zero point");
+  float s = static_cast<float>(S.as_double(0));
+  int32_t z = static_cast<int32_t>(Z.as_int(0));
+  float zf = static_cast<float>(z);
+  float lo = Z.dtype() == DType::UInt8 ? 0.0f : -128.0f, hi = Z.dtype() == DType::UInt8 ? 255.0f : 127.0f;
+  Tensor& Y = ctx.allocate_output(0, DType::Float, X.dims());
+  const float* x = X.data<float>();
+  float* y = Y.data<float>();
+  // Adding and taking off 1.5 * 2^23 rounds a float of magnitude below 2^22 half to even (the
+  // default rounding mode), as nearbyint does, in a form the compiler vectorizes; larger
+  // quotients saturate either way, so they are clamped first. NaN passes the clamps and goes to
+  // the zero point, i.e. to 0. q - zf is an exact small integer, so y equals (int(q) - z) * s.
+  constexpr float kRound = 12582912.0f, kBig = 4194304.0f;
+  parallel_for(X.numel(), ctx.threads(), 32768, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      float v = x[i] / s;
+      v = v < -kBig ? -kBig : (v > kBig ? kBig : v);
+      float q = ((v + kRound) - kRound) + zf;
+      q = q != q ? zf : q;
+      q = q < lo ? lo : (q > hi ? hi : q);
+      y[i] = (q - zf) * s;
+    }
+  });
 }
 
 }  // namespace
@@ -147,6 +185,7 @@ void register_quant_kernels(KernelRegistry& r) {
   r.add("", "QuantizeLinear", 10, stateless(kern::quantize_linear));
   r.add("", "DequantizeLinear", 10, stateless(kern::dequantize_linear));
   r.add("", "DynamicQuantizeLinear", 11, stateless(kern::dynamic_quantize_linear));
+  r.add(kInternalDomain, "QuantDequant", 1, stateless(kern::quantize_dequantize));
 }
 
 }  // namespace t2o

@@ -63,11 +63,14 @@ AxisMap axis_map(const KernelContext& ctx, const ResizeAttrs& a, int64_t in, int
                         od * (roi_end - roi_start) * static_cast<double>(in - 1) / (len - 1)
                   : 0.5 * (roi_start + roi_end) * static_cast<double>(in - 1);
     else ctx.fail("unknown coordinate_transformation_mode '" + a.ctm + "'");
-    if (crop && (x < 0 || x > static_cast<double>(in - 1))) {
+    if (crop && !(x >= 0 && x <= static_cast<double>(in - 1))) {  // NaN too
       m.outside[static_cast<size_t>(o)] = 1;
       for (int t = 0; t < m.n; ++t) m.idx[static_cast<size_t>(o * m.n + t)] = 0;
       continue;
     }
+    // Past 4 pixels outside, every tap clamps to the edge (or is excluded) either way; clamping x
+    // first keeps the integer conversions below defined for huge or NaN coordinates.
+    x = std::isnan(x) ? 0.0 : std::clamp(x, -4.0, static_cast<double>(in) + 4);
     auto clamp = [in](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1); };
     int64_t* ip = &m.idx[static_cast<size_t>(o * m.n)];
     double* wp = &m.w[static_cast<size_t>(o * m.n)];
@@ -253,8 +256,12 @@ class ResizeKernel : public OpKernel {
       ctx.fail("scales must have " + std::to_string(r) + " values (the rank of X), got " + std::to_string(scales.size()));
     bool from_sizes = !legacy_ && ctx.has_input(3) && ctx.input(3).numel() > 0;
     for (size_t i = 0; i < r; ++i) {
-      if (!(scales[i] > 0)) ctx.fail("scales must be positive");
-      if (!from_sizes) out[i] = static_cast<int64_t>(std::floor(static_cast<double>(x.dims()[i]) * scales[i]));
+      if (!(scales[i] > 0) || !std::isfinite(scales[i])) ctx.fail("scales must be positive and finite");
+      if (!from_sizes) {
+        double o = std::floor(static_cast<double>(x.dims()[i]) * scales[i]);
+        if (o > static_cast<double>(kMaxElements)) ctx.fail("scales make axis " + std::to_string(i) + " impossibly large");
+        out[i] = static_cast<int64_t>(o);
+      }
     }
     if (a_.ctm == "tf_crop_and_resize" && roi.size() != 2 * r)
       ctx.fail("tf_crop_and_resize needs roi with " + std::to_string(2 * r) + " values");
@@ -262,9 +269,11 @@ class ResizeKernel : public OpKernel {
     if (y.numel() == 0) return;
     if (x.numel() == 0) ctx.fail("cannot resize an empty tensor to a non-empty one");
     std::vector<AxisMap> maps;
+    bool crop = a_.ctm == "tf_crop_and_resize";
     for (size_t i = 0; i < r; ++i)
-      maps.push_back(axis_map(ctx, a_, x.dims()[i], out[i], scales[i], roi.empty() ? 0 : roi[i],
-                              roi.empty() ? 1 : roi[i + r]));
+      // Only tf_crop_and_resize reads roi (checked above to hold 2 x rank values); other modes
+      // ignore it, whatever its length.
+      maps.push_back(axis_map(ctx, a_, x.dims()[i], out[i], scales[i], crop ? roi[i] : 0, crop ? roi[i + r] : 1));
     dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_same_v<T, bool>) {

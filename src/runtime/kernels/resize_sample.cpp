@@ -1,5 +1,6 @@
 // Point sampling ops: GridSample (opset 16) and RoiAlign (10, 16).
 #include <cmath>
+#include <limits>
 
 #include "runtime/kernels/util.h"
 
@@ -7,20 +8,22 @@ namespace t2o {
 
 namespace {
 
+// Reflects x into [lo, hi]. The period count is kept in floating point: grid values come from the
+// model, and casting a huge quotient to an integer would be undefined.
 double reflect(double x, double lo, double hi) {
   double range = hi - lo;
   if (range <= 0) return lo;
   if (x < lo) {
     double d = lo - x;
-    int64_t n = static_cast<int64_t>(d / range);
-    double r = d - static_cast<double>(n) * range;
-    return n % 2 == 0 ? lo + r : hi - r;
+    double n = std::floor(d / range);
+    double r = d - n * range;
+    return std::fmod(n, 2.0) == 0 ? lo + r : hi - r;
   }
   if (x > hi) {
     double d = x - hi;
-    int64_t n = static_cast<int64_t>(d / range);
-    double r = d - static_cast<double>(n) * range;
-    return n % 2 == 0 ? hi - r : lo + r;
+    double n = std::floor(d / range);
+    double r = d - n * range;
+    return std::fmod(n, 2.0) == 0 ? hi - r : lo + r;
   }
   return x;
 }
@@ -84,6 +87,11 @@ class GridSampleKernel : public OpKernel {
               double gx = grid.as_double((bn * ho * wo + i) * 2), gy = grid.as_double((bn * ho * wo + i) * 2 + 1);
               double fx = denorm(gx, w), fy = denorm(gy, h);
               if (mode_ == "nearest") fx = std::nearbyint(fx), fy = std::nearbyint(fy);
+              if (!std::isfinite(fx) || !std::isfinite(fy)) {
+                // No pixel is at a NaN or infinite position.
+                yp[p * ho * wo + i] = T(std::numeric_limits<float>::quiet_NaN());
+                continue;
+              }
               if (fx < xmin || fx > xmax || fy < ymin || fy > ymax) {
                 if (padding_ == "border") {
                   fx = std::clamp(fx, 0.0, static_cast<double>(w - 1)), fy = std::clamp(fy, 0.0, static_cast<double>(h - 1));
@@ -91,6 +99,9 @@ class GridSampleKernel : public OpKernel {
                   fx = reflect(fx, xmin, xmax), fy = reflect(fy, ymin, ymax);
                 }
               }
+              // With zero padding every tap of a point this far out reads 0 (bicubic reaches two
+              // pixels), so clamping changes nothing but keeps the indices in int64 range.
+              fx = std::clamp(fx, -4.0, static_cast<double>(w) + 4), fy = std::clamp(fy, -4.0, static_cast<double>(h) + 4);
               double v;
               if (mode_ == "nearest") {
                 v = pixel(static_cast<int64_t>(fy), static_cast<int64_t>(fx));
@@ -148,6 +159,21 @@ class RoiAlignKernel : public OpKernel {
     Tensor& y = ctx.allocate_output(0, x.dtype(), {nr, c, oh_, ow_});
     for (int64_t r = 0; r < nr; ++r)
       if (bi.as_int(r) < 0 || bi.as_int(r) >= x.dim(0)) ctx.fail("batch index " + std::to_string(bi.as_int(r)) + " is out of range");
+    // Adaptive sampling takes ceil(roi / output) points per bin: a NaN or an absurd roi would make
+    // that undefined or practically endless.
+    // Checked here, not in the parallel loop, which must not throw.
+    for (int64_t k = 0; k < rois.numel(); ++k)
+      if (!std::isfinite(rois.as_double(k) * scale_)) ctx.fail("rois must be finite");
+    for (int64_t r = 0; r < nr; ++r) {
+      double rw = (rois.as_double(r * 4 + 2) - rois.as_double(r * 4)) * scale_;
+      double rh = (rois.as_double(r * 4 + 3) - rois.as_double(r * 4 + 1)) * scale_;
+      double gh = ratio_ > 0 ? static_cast<double>(ratio_) : std::ceil(rh / static_cast<double>(oh_));
+      double gw = ratio_ > 0 ? static_cast<double>(ratio_) : std::ceil(rw / static_cast<double>(ow_));
+      // More samples per bin than twice the image has pixels along an axis only re-reads zeros.
+      if (gh > 2.0 * static_cast<double>(h + 1) + 2 || gw > 2.0 * static_cast<double>(w + 1) + 2)
+        ctx.fail("roi " + std::to_string(r) + " needs " + std::to_string(gh) + " x " + std::to_string(gw) +
+                 " samples per bin for a " + std::to_string(h) + " x " + std::to_string(w) + " image");
+    }
     dispatch_dtype(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||

@@ -46,7 +46,7 @@ void reshape(KernelContext& ctx) {
       ctx.fail("shape has invalid dimension " + std::to_string(s));
     }
     out[i] = s;
-    known *= s;
+    known = checked_mul(known, s);
   }
   if (infer >= 0) {
     if (known == 0 || x.numel() % known)
@@ -124,13 +124,21 @@ Tensor dense_of_sparse(const SparseTensor& sp) {
   Tensor out(sp.values.dtype(), sp.dims);
   int64_t nnz = sp.values.numel(), r = static_cast<int64_t>(sp.dims.size());
   Dims st = strides_of(sp.dims);
+  // Indices are [nnz] linear offsets or [nnz, rank] coordinates; anything else would be read past.
   bool linear = sp.indices.rank() == 1;
+  if (!sp.indices.defined() || sp.indices.dtype() != DType::Int64 ||
+      sp.indices.numel() != (linear ? nnz : nnz * r) || (!linear && sp.indices.rank() != 2))
+    throw InputError("Constant: sparse_value indices do not match its " + std::to_string(nnz) + " values");
   for (int64_t i = 0; i < nnz; ++i) {
     int64_t off = 0;
     if (linear) {
       off = sp.indices.as_int(i);
     } else {
-      for (int64_t k = 0; k < r; ++k) off += sp.indices.as_int(i * r + k) * st[static_cast<size_t>(k)];
+      for (int64_t k = 0; k < r; ++k) {
+        int64_t c = sp.indices.as_int(i * r + k);
+        if (c < 0 || c >= sp.dims[static_cast<size_t>(k)]) throw InputError("Constant: sparse_value index out of range");
+        off += c * st[static_cast<size_t>(k)];
+      }
     }
     if (off < 0 || off >= out.numel()) throw Error("Constant: sparse_value index out of range");
     copy_elems(sp.values, i, out, off, 1);
@@ -280,7 +288,7 @@ void tile(KernelContext& ctx) {
   Dims od(r);
   for (size_t k = 0; k < r; ++k) {
     if (reps[k] < 0) ctx.fail("repeats must be non-negative");
-    od[k] = x.dims()[k] * reps[k];
+    od[k] = checked_mul(x.dims()[k], reps[k]);
   }
   Tensor& y = ctx.allocate_output(0, x.dtype(), od);
   if (y.numel() == 0) return;

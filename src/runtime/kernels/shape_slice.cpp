@@ -129,21 +129,27 @@ void pad(KernelContext& ctx) {
   size_t na = axes.size();
   if (pads.size() != 2 * na) ctx.fail("pads has " + std::to_string(pads.size()) + " entries, expected " + std::to_string(2 * na));
   Dims pb(static_cast<size_t>(r), 0), pe(static_cast<size_t>(r), 0), od = x.dims();
+  for (int64_t p : pads)
+    if (p < -kMaxElements || p > kMaxElements) ctx.fail("pad " + std::to_string(p) + " is out of range");
   for (size_t i = 0; i < na; ++i) {
     size_t a = static_cast<size_t>(axis_of(ctx, axes[i], r));
     pb[a] = pads[i];
     pe[a] = pads[i + na];
   }
-  std::vector<std::vector<int64_t>> maps(static_cast<size_t>(r));
   for (size_t k = 0; k < static_cast<size_t>(r); ++k) {
     int64_t dim = x.dims()[k];
-    od[k] = dim + pb[k] + pe[k];
+    if (__builtin_add_overflow(dim, pb[k], &od[k]) || __builtin_add_overflow(od[k], pe[k], &od[k]))
+      ctx.fail("pads of axis " + std::to_string(k) + " overflow");
     if (od[k] < 0) ctx.fail("pads remove more than the size of axis " + std::to_string(k));
     if (dim == 0 && od[k] > 0 && mode != "constant") ctx.fail("cannot pad an empty axis in " + mode + " mode");
-    for (int64_t o = 0; o < od[k]; ++o) maps[k].push_back(pad_source(o, pb[k], dim, mode));
   }
+  // The output (size-checked and counted against the memory limit) first, then the index maps,
+  // which are no longer than its axes.
   Tensor& y = ctx.allocate_output(0, x.dtype(), od);
   if (y.numel() == 0) return;
+  std::vector<std::vector<int64_t>> maps(static_cast<size_t>(r));
+  for (size_t k = 0; k < static_cast<size_t>(r); ++k)
+    for (int64_t o = 0; o < od[k]; ++o) maps[k].push_back(pad_source(o, pb[k], x.dims()[k], mode));
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T value = cv ? cv->data<T>()[0] : from_double<T>(attr_value);

@@ -173,10 +173,11 @@ void stft(KernelContext& ctx, bool fast) {
   int64_t flen = ctx.has_input(3) ? int_scalar(ctx, 3, "frame_length") : static_cast<int64_t>(window.size());
   if (flen < 1) ctx.fail("frame_length (or a window) is required and must be positive");
   if (!window.empty() && static_cast<int64_t>(window.size()) != flen) ctx.fail("window length differs from frame_length");
+  int64_t batch = x.dim(0), len = x.dim(1), comps = x.dim(2);
+  // Before sizing anything by frame_length, which comes from the model.
+  if (len < flen) ctx.fail("the signal is shorter than one frame");
   if (window.empty()) window.assign(static_cast<size_t>(flen), 1.0);
   bool onesided = ctx.node().attr_int("onesided", 1) != 0;
-  int64_t batch = x.dim(0), len = x.dim(1), comps = x.dim(2);
-  if (len < flen) ctx.fail("the signal is shorter than one frame");
   int64_t frames = 1 + (len - flen) / step;
   int64_t bins = onesided ? flen / 2 + 1 : flen;
   Dims od{batch, frames, bins, 2};
@@ -215,12 +216,16 @@ FnKernel::Fn cosine_window(double a0, double a1, double a2) {
     if (size < 0) ctx.fail("size must be non-negative");
     bool periodic = ctx.node().attr_int("periodic", 1) != 0;
     double N = static_cast<double>(periodic ? size : size - 1);
-    std::vector<double> w(static_cast<size_t>(size));
-    for (int64_t i = 0; i < size; ++i) {
-      double t = N > 0 ? 2.0 * std::numbers::pi * static_cast<double>(i) / N : 0.0;
-      w[static_cast<size_t>(i)] = a0 - a1 * std::cos(t) + a2 * std::cos(2 * t);
-    }
-    fill_from(ctx.allocate_output(0, output_datatype(ctx), {size}), w);
+    // The output first: its allocation is what the memory limit checks (size comes from data).
+    Tensor& out = ctx.allocate_output(0, output_datatype(ctx), {size});
+    dispatch_dtype(out.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* p = out.data<T>();
+      for (int64_t i = 0; i < size; ++i) {
+        double t = N > 0 ? 2.0 * std::numbers::pi * static_cast<double>(i) / N : 0.0;
+        store(p, i, a0 - a1 * std::cos(t) + a2 * std::cos(2 * t));
+      }
+    });
   };
 }
 

@@ -44,14 +44,19 @@ void range(KernelContext& ctx) {
       T s = st.data<T>()[0], l = lt.data<T>()[0], d = dl.data<T>()[0];
       if (d == T{}) ctx.fail("delta must not be 0");
       double n = std::ceil((static_cast<double>(l) - static_cast<double>(s)) / static_cast<double>(d));
-      int64_t count = n > 0 ? static_cast<int64_t>(n) : 0;
+      // NaN bounds give an empty range; a count past what can be addressed fails at allocation.
+      int64_t count = n > 0 ? saturate_cast<int64_t>(n) : 0;
       Tensor& y = ctx.allocate_output(0, st.dtype(), {count});
       T* p = y.data<T>();
-      // Repeated addition, as the operator's definition states.
+      // Repeated addition, as the operator's definition states; integers wrap as unsigned would,
+      // so the step after the last element (which may overflow) stays defined.
       T v = s;
       for (int64_t i = 0; i < count; ++i) {
         p[i] = v;
-        v = static_cast<T>(v + d);
+        if constexpr (std::is_integral_v<T>)
+          v = static_cast<T>(static_cast<std::make_unsigned_t<T>>(v) + static_cast<std::make_unsigned_t<T>>(d));
+        else
+          v = static_cast<T>(v + d);
       }
     }
   });

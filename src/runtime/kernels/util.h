@@ -3,13 +3,29 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <string>
 #include <vector>
 
 #include "runtime/kernel.h"
 
 namespace t2o::kern {
+
+// A float that a file controls, as an integer: a plain cast of NaN or of a value out of range is
+// undefined behaviour. NaN gives `nan_value`; other values saturate to I's range.
+template <typename I>
+I saturate_cast(double v, I nan_value = I{0}) {
+  if (std::isnan(v)) return nan_value;
+  constexpr double lo = static_cast<double>(std::numeric_limits<I>::lowest());
+  // The largest double below 2^digits: max() itself rounds up to it for 64-bit types.
+  constexpr double hi = std::is_signed_v<I> ? -lo : 2.0 * (static_cast<double>(std::numeric_limits<I>::max() / 2) + 1);
+  if (v <= lo) return std::numeric_limits<I>::lowest();
+  if (v >= hi) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
 
 // Normalises a possibly negative axis against `rank`; throws naming the node when out of range.
 inline int64_t norm_axis(const KernelContext& ctx, int64_t axis, int64_t rank) {
