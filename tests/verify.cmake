@@ -22,3 +22,19 @@ set_tests_properties(verify_e2e PROPERTIES FIXTURES_REQUIRED verify_fixtures LAB
 # verify passes on every converter fixture (tests/models/fixtures.py).
 add_test(NAME verify_converter_fixtures COMMAND verify_e2e_test --gtest_filter=*VerifyFixtures*)
 set_tests_properties(verify_converter_fixtures PROPERTIES FIXTURES_REQUIRED torch_fixtures LABELS e2e TIMEOUT 3600)
+
+# --report pages end to end (the graph is drawn by Graphviz's dot, a setup.sh package).
+add_executable(report_e2e_test ${CMAKE_CURRENT_SOURCE_DIR}/e2e/report_e2e_test.cpp)
+target_link_libraries(report_e2e_test PRIVATE t2o_onnx nlohmann_json::nlohmann_json GTest::gtest_main)
+add_dependencies(report_e2e_test torch2onnx)
+target_compile_definitions(report_e2e_test PRIVATE T2O_CLI="$<TARGET_FILE:torch2onnx>"
+                           T2O_VERIFY_FIXTURES="${T2O_VERIFY_FIXTURES}" T2O_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                           T2O_PYTHON="${T2O_TORCH_PYTHON}")
+add_test(NAME report_e2e COMMAND report_e2e_test)
+set_tests_properties(report_e2e PROPERTIES FIXTURES_REQUIRED verify_fixtures LABELS e2e TIMEOUT 900)
+# The same page in headless Chromium (label 'browser': about half a minute; skipped without chromium).
+add_test(NAME report_browser
+         COMMAND ${T2O_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/report/browser_test.py $<TARGET_FILE:torch2onnx>
+                 ${T2O_VERIFY_FIXTURES} ${CMAKE_BINARY_DIR}/report_browser)
+set_tests_properties(report_browser PROPERTIES FIXTURES_REQUIRED verify_fixtures LABELS "e2e;browser" TIMEOUT 600
+                     SKIP_RETURN_CODE 77)

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "onnx/check.h"
 #include "onnx/model_io.h"
+#include "passes/opset.h"
 
 namespace fs = std::filesystem;
 
@@ -19,6 +20,7 @@ struct ConvertVersionArgs {
   std::string input, output;
   int opset = 0;
   bool quiet = false;
+  bool no_verify = false;
 };
 
 int64_t default_opset(const Model& m) {
@@ -66,11 +68,23 @@ int convert_version_cmd(const ConvertVersionArgs& a) {
   if (fs::absolute(a.output) == fs::absolute(a.input))
     throw Error("the output would overwrite the input model", "choose another name with -o", kExitUsage);
   Model m = load_model(a.input);
+  // An invalid input is the input's fault (exit 4), not the converter's: say so before converting.
+  try {
+    check_model(m);
+  } catch (const Error& e) {
+    throw InputError("'" + a.input + "': " + e.what(), e.hint());
+  }
   int64_t from = default_opset(m);
   if (from == 0) throw InputError("'" + a.input + "' imports no default-domain (ai.onnx) opset");
-  if (from > a.opset) require_ops_exist(m, a.opset);
   Model out = m;
-  if (from != a.opset) {
+  bool ours = from >= 9 && a.opset >= 9;
+  if (from != a.opset && ours) {
+    // Opsets 9-17: torch2onnx's own adapters (passes/opset.h), in both directions.
+    OpsetConversion conv = convert_opset(out, a.opset);
+    if (!a.quiet)
+      for (const std::string& line : conv.legalized) std::fprintf(stderr, "note: %s\n", line.c_str());
+  } else if (from != a.opset) {
+    if (from > a.opset) require_ops_exist(m, a.opset);
     try {
       // Some adapters (Softmax 12 -> 13) need the input shapes.
       out = convert_version(infer_shapes(m), a.opset);
@@ -85,12 +99,25 @@ int convert_version_cmd(const ConvertVersionArgs& a) {
     check_model(out);
   } catch (const Error& e) {
     throw Error(std::string("the converted model does not pass the ONNX checker: ") + e.what(),
-                "onnx's version converter produced an invalid model; re-convert from PyTorch with --opset " +
-                    std::to_string(a.opset),
+                ours ? std::string("this is a torch2onnx bug; please report it with the model")
+                     : "onnx's version converter produced an invalid model; re-convert from PyTorch with --opset " +
+                           std::to_string(a.opset),
                 kExitUnsupported);
   }
+  std::string proof;
+  if (!a.no_verify && from != a.opset) {
+    // The result must compute what the input computes.
+    Comparison c = compare_models(m, out);
+    if (!c.difference.empty())
+      throw Error("the model converted to opset " + std::to_string(a.opset) + " does not compute what the input does: " +
+                      c.difference,
+                  "this is a torch2onnx bug; please report it with the model (nothing was written)", kExitUnsupported);
+    if (c.proven) proof = ", outputs match on " + std::to_string(c.samples) + " samples";
+    else print_warning("the conversion is not proven: " + c.not_proven);
+  }
   save_model(out, a.output);
-  if (!a.quiet) std::printf("wrote %s (opset %lld -> %d)\n", a.output.c_str(), static_cast<long long>(from), a.opset);
+  if (!a.quiet)
+    std::printf("wrote %s (opset %lld -> %d%s)\n", a.output.c_str(), static_cast<long long>(from), a.opset, proof.c_str());
   return 0;
 }
 
@@ -100,14 +127,20 @@ Runner add_convert_version(CLI::App& app) {
   auto a = std::make_shared<ConvertVersionArgs>();
   auto* cmd = app.add_subcommand("convert-version", "Convert an ONNX model to another opset (up or down).");
   cmd->footer(
-      "Uses onnx's version converter, after checking that every op exists in the target opset (an op\n"
-      "that does not is named with its node, exit 3). The result must pass the ONNX checker; it is\n"
-      "written atomically. Opsets 7 to 17 (what onnx 1.12 and the torch2onnx runtime know).\n"
+      "Between opsets 9 and 17, in both directions, every node is rewritten into its op's form at the\n"
+      "target: attributes that became inputs and back (Squeeze/Unsqueeze/ReduceSum/Split axes, Clip, Pad,\n"
+      "Slice, TopK, Dropout), changed meanings (Softmax/LogSoftmax/Hardmax axis at 13, Resize/Upsample\n"
+      "coordinates, negative axes before 11), and ops newer than the target written with older ones\n"
+      "(LayerNormalization, HardSwish, GreaterOrEqual, Trilu, Round, ...). A node that cannot be moved\n"
+      "is named with the reason (exit 3). The result must pass the ONNX checker and, unless\n"
+      "--no-verify, compute the input's outputs on the torch2onnx runtime (generated inputs, dynamic\n"
+      "axes at two sizes); it is written atomically. Opsets 7 and 8 go through onnx's version converter.\n"
       "Example:\n  torch2onnx convert-version model.onnx -o model_op11.onnx --opset 11");
   cmd->add_option("IN", a->input, "the .onnx model to convert")->required();
   cmd->add_option("-o,--output", a->output, "the .onnx file to write")->required();
   cmd->add_option("--opset", a->opset, "target opset of the default domain")->required()->check(CLI::Range(7, 17));
   cmd->add_flag("--quiet", a->quiet, "print nothing on success");
+  cmd->add_flag("--no-verify", a->no_verify, "do not run the model before and after to check the conversion");
   return [a] { return convert_version_cmd(*a); };
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/report_content.h"
 #include "onnx/model_io.h"
 #ifdef T2O_WITH_TORCH
 #include "torch/inspect_torch.h"
@@ -47,8 +48,15 @@ nlohmann::json value_json(const ValueInfo& v) {
   return j;
 }
 
-int inspect_onnx(const std::string& path, bool json) {
+int inspect_onnx(const std::string& path, bool json, const std::string& report) {
+  int64_t t0 = now_ns();
   Model m = load_model(path);
+  if (!report.empty()) {
+    HtmlReport r("torch2onnx inspect " + path);
+    r.add_stage("load " + path, ms_since(t0));
+    r.set_model(m);
+    write_report(r, report, json);
+  }
   std::map<std::string, int> hist;
   m.graph.for_each_node([&](const Node& n) {
     hist[(n.domain.empty() || n.domain == "ai.onnx") ? n.op_type : n.domain + "::" + n.op_type]++;
@@ -188,18 +196,30 @@ Runner add_inspect(CLI::App& app) {
       "PyTorch files: a TorchScript .pt lists its tensors, forward() arguments and train-mode submodules;\n"
       "a torch.save(state_dict) file lists its tensors; a torch.save(model) file names its Python class.\n"
       "Spectral-norm layers (weight_orig/weight_u/weight_v) are pointed out.\n"
+      "--report writes one HTML file (styles, scripts and the SVG graph inline) with the graph laid out\n"
+      "by Graphviz's dot (zoom, pan, search by node name, If/Loop bodies), see docs/report.md.\n"
       "Examples:\n  torch2onnx inspect model.onnx\n  torch2onnx inspect model.onnx --json\n"
+      "  torch2onnx inspect model.onnx --report model.html\n"
       "  torch2onnx inspect weights.pth");
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto report = std::make_shared<std::string>();
   cmd->add_option("FILE", *path, "an .onnx model, a TorchScript .pt, or a torch.save file (.pth state_dict)")->required();
   cmd->add_flag("--json", *json, "print the description as JSON");
-  return [path, json] {
+  cmd->add_option("--report", *report,
+                  "also write a self-contained HTML page: the graph drawn (Graphviz dot), inputs, outputs, ops, "
+                  "parameters (ONNX models)");
+  return [path, json, report] {
 #ifdef T2O_WITH_TORCH
     // ONNX files are protobuf; TorchScript and torch.save files are zip archives.
-    if (is_zip_file(*path)) return inspect_torch(*path, *json);
+    if (is_zip_file(*path)) {
+      if (!report->empty())
+        throw Error("--report draws ONNX models; " + *path + " is a PyTorch file",
+                    "convert it with 'torch2onnx convert MODEL.pt --report FILE.html'", kExitUsage);
+      return inspect_torch(*path, *json);
+    }
 #endif
-    return inspect_onnx(*path, *json);
+    return inspect_onnx(*path, *json, *report);
   };
 }
 

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "cli/commands.h"
@@ -24,7 +26,33 @@ struct RunArgs {
   bool reference = false;
   bool quiet = false;
   std::vector<std::string> plugins;
+  std::string max_memory;
 };
+
+// "4G", "512M", "100K", a plain byte count, or "0" for no limit.
+size_t parse_memory(const std::string& s) {
+  size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  std::string unit = s.substr(end);
+  double mul = unit.empty() || unit == "B" ? 1 : unit == "K" || unit == "KB" ? 1024.0 : unit == "M" || unit == "MB" ? 1048576.0
+               : unit == "G" || unit == "GB" ? 1073741824.0 : unit == "T" || unit == "TB" ? 1099511627776.0 : -1;
+  if (end == 0 || mul < 0 || !(v >= 0) || v * mul > 1.8e19)
+    throw Error("--max-memory '" + s + "' is not a size", "e.g. --max-memory 4G, 512M or 0 for no limit", kExitUsage);
+  return static_cast<size_t>(v * mul);
+}
+
+// Three quarters of physical memory: a model that asks for more fails with a clear error instead
+// of being killed by the kernel's OOM killer.
+size_t default_memory_limit() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<size_t>(pages) / 4 * 3 * static_cast<size_t>(page);
+}
 
 std::string describe(const RValue& v) {
   if (v.is_tensor()) return fmt::format("{}[{}]", dtype_name(v.tensor.dtype()), dims_to_string(v.tensor.dims()));
@@ -34,6 +62,7 @@ std::string describe(const RValue& v) {
 }
 
 int run_model(const RunArgs& a) {
+  set_memory_limit(a.max_memory.empty() ? default_memory_limit() : parse_memory(a.max_memory));
   SessionOptions so;
   so.threads = a.threads;
   so.fast_paths = !a.reference;
@@ -95,6 +124,8 @@ Runner add_run(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "threads to use (default: all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--reference", a->reference, "use the plain reference kernels only (no fast paths)");
   cmd->add_flag("--quiet", a->quiet, "do not list the outputs");
+  cmd->add_option("--max-memory", a->max_memory,
+                  "cap on the memory tensors may hold, e.g. 4G or 512M; 0 for none (default: 3/4 of physical memory)");
   cmd->add_option("--plugin", a->plugins, "shared library with kernels for custom ops (runtime/plugin_abi.h), repeatable");
   return [a] { return run_model(*a); };
 }

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include "cli/commands.h"
+#include "cli/report_content.h"
 #include "runtime/plugin.h"
 #include "cli/specs.h"
 #include "onnx/model_io.h"
@@ -15,7 +16,7 @@ namespace t2o::cli {
 namespace {
 
 struct VerifyArgs {
-  std::string model, onnx, json, backend = "t2o";
+  std::string model, onnx, json, report, backend = "t2o";
   std::vector<std::string> inputs, dynamic, data;
   int samples = 1;
   double rtol = 1e-3, atol = 1e-4;
@@ -53,12 +54,31 @@ int verify(const VerifyArgs& a) {
     if (!dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL))
       throw InputError("cannot load torch library '" + lib + "': " + std::string(dlerror()));
   }
-  return run_verification(a.model, a.onnx, std::move(o), a.json);
+  if (a.report.empty()) return run_verification(a.model, a.onnx, std::move(o), a.json);
+  HtmlReport page("torch2onnx verify " + a.model + " " + a.onnx);
+  int rc = 0;
+  try {
+    rc = run_verification(a.model, a.onnx, std::move(o), a.json, &page);
+  } catch (const Error& e) {
+    // Verification that cannot run still gets its page: the reason, and the model when it loads.
+    page.add_fact("result", "verification did not run");
+    page.add_note("error", std::string(e.what()) + (e.hint().empty() ? "" : " (hint: " + e.hint() + ")"));
+    try {
+      page.set_model(load_model(a.onnx));
+    } catch (const Error&) {
+      // An unreadable ONNX file: the error above says so.
+    }
+    write_report(page, a.report, false);
+    throw;
+  }
+  write_report(page, a.report, false);
+  return rc;
 }
 
 }  // namespace
 
-int run_verification(const std::string& pt, const std::string& onnx, VerifyOptions opts, const std::string& json_path) {
+int run_verification(const std::string& pt, const std::string& onnx, VerifyOptions opts, const std::string& json_path,
+                     HtmlReport* page) {
   if (!opts.warn) opts.warn = [](const std::string& w) { print_warning(w); };
   if (stderr_is_tty())
     opts.progress = [](int done, int total) {
@@ -66,10 +86,19 @@ int run_verification(const std::string& pt, const std::string& onnx, VerifyOptio
       else std::fprintf(stderr, "\r%40s\r", "");
       std::fflush(stderr);
     };
+  if (page) opts.locate = opts.all_nodes = true;
+  int64_t t0 = now_ns();
   VerifyReport r = verify_model(pt, onnx, opts);
+  double ms = ms_since(t0);
   std::fputs(format_report(r).c_str(), stdout);
   std::fflush(stdout);
   if (!json_path.empty()) write_file_atomic(json_path, report_json(r));
+  if (page) {
+    Model m = load_model(onnx);
+    page->add_stage("verify (" + std::to_string(r.samples.size()) + " sample(s) and per-node comparison)", ms);
+    add_verify_content(*page, r, m);
+    page->set_model(m);
+  }
   return r.ok() ? kExitOk : kExitMismatch;
 }
 
@@ -103,6 +132,9 @@ Runner add_verify(CLI::App& app) {
       ->check(CLI::IsMember({"t2o", "ort"}));
   cmd->add_option("--seed", a->seed, "seed of the random inputs (default 0)");
   cmd->add_option("--json", a->json, "also write the whole report as JSON to this file");
+  cmd->add_option("--report", a->report,
+                  "also write a self-contained HTML page: the graph with every node colored by its error against "
+                  "PyTorch (implies --locate), the first diverging node marked, |diff| histograms");
   cmd->add_option("--plugin", a->plugins, "runtime plugin (.so) with kernels for custom ops (runtime/plugin_abi.h), repeatable");
   cmd->add_option("--torch-library", a->torch_libraries,
                   "shared library registering custom torch ops (TORCH_LIBRARY), loaded so PyTorch can run them");

@@ -11,6 +11,8 @@ Runner add_inspect(CLI::App& app);
 Runner add_check(CLI::App& app);
 Runner add_run(CLI::App& app);
 Runner add_convert_version(CLI::App& app);
+Runner add_optimize(CLI::App& app);
+Runner add_quantize(CLI::App& app);
 #ifdef T2O_WITH_TORCH
 Runner add_convert(CLI::App& app);
 Runner add_verify(CLI::App& app);

@@ -27,9 +27,15 @@ int main(int argc, char** argv) {
   // Commands that execute models re-run themselves with passive OpenMP waiting (see session.h).
   if (argc > 1) {
     std::string cmd = argv[1];
-    bool verifies = false;
-    for (int i = 2; i < argc; ++i) verifies |= std::string(argv[i]) == "--verify";
-    if (cmd == "run" || cmd == "verify" || (cmd == "convert" && verifies)) t2o::prefer_passive_omp_wait(argv);
+    bool verifies = false, no_optimize = false;
+    for (int i = 2; i < argc; ++i) {
+      verifies |= std::string(argv[i]) == "--verify";
+      no_optimize |= std::string(argv[i]) == "--no-optimize";
+    }
+    // convert proves its optimization on the runtime unless --no-optimize.
+    if (cmd == "run" || cmd == "verify" || (cmd == "convert" && (verifies || !no_optimize)) ||
+        (cmd == "optimize" && verifies) || cmd == "quantize")
+      t2o::prefer_passive_omp_wait(argv);
   }
   CLI::App app{
       "torch2onnx: turn a TorchScript model into a checked, verified ONNX model, and run ONNX models on the CPU.\n\n"
@@ -53,6 +59,8 @@ int main(int argc, char** argv) {
   add(add_check);
   add(add_run);
   add(add_convert_version);
+  add(add_optimize);
+  add(add_quantize);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

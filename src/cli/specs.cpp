@@ -16,6 +16,13 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return r;
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> r;
+  for (std::string& item : split(s, ','))
+    if (!item.empty()) r.push_back(std::move(item));
+  return r;
+}
+
 namespace {
 bool parse_int(const std::string& s, int64_t& v) {
   if (s.empty()) return false;

@@ -22,5 +22,7 @@ InputArg parse_input_spec(const std::string& s);
 // NAME:AXIS=LABEL[,AXIS=LABEL], e.g. "image:0=batch" or "tokens:0=batch,1=seq".
 DynamicArg parse_dynamic_spec(const std::string& s);
 std::vector<std::string> split(const std::string& s, char sep);
+// A comma-separated list as users type it: empty items ("a,,b", a trailing comma) are dropped.
+std::vector<std::string> split_list(const std::string& s);
 
 }  // namespace t2o::cli

@@ -5,9 +5,22 @@
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <map>
 
 #include "onnx/model_io.h"
+
+// Present only in sanitizer builds.
+extern "C" void __sanitizer_set_death_callback(void (*)(void)) __attribute__((weak));
 
 namespace t2o {
 
@@ -22,6 +35,14 @@ std::string tidy(std::string msg) {
   const std::string prefix = "[ShapeInferenceError] ";
   if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
   return msg;
+}
+
+// Models near 2 GB exceed protobuf's default 64 MB parse limit.
+bool parse_proto(const std::string& bytes, onnx::ModelProto& p) {
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT32_MAX);
+  return p.ParseFromCodedStream(&coded);
 }
 
 onnx::ModelProto to_proto(const Model& m) {
@@ -44,36 +65,196 @@ void check_proto(onnx::ModelProto& proto, const std::string& what) {
   }
 }
 
+int g_contain_timeout = 300;
+
+// What crosses the pipe back from the child stays small: large initializers are left out (the
+// parent has them) and put back by name.
+constexpr size_t kStripBytes = 4096;
+
+template <typename F>
+void for_each_subgraph(onnx::GraphProto& g, F&& f) {
+  for (auto& n : *g.mutable_node())
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) f(*a.mutable_g());
+      for (auto& sg : *a.mutable_graphs()) f(sg);
+    }
+}
+
+void strip_weights(onnx::GraphProto& g) {
+  for (auto& t : *g.mutable_initializer())
+    if (t.raw_data().size() >= kStripBytes) t.set_raw_data("");
+  for_each_subgraph(g, [](onnx::GraphProto& sg) { strip_weights(sg); });
+}
+
+void collect_weights(const onnx::GraphProto& g, std::map<std::string, const onnx::TensorProto*>& out) {
+  for (const auto& t : g.initializer())
+    if (t.raw_data().size() >= kStripBytes) out.emplace(t.name(), &t);
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) collect_weights(a.g(), out);
+      for (const auto& sg : a.graphs()) collect_weights(sg, out);
+    }
+}
+
+void restore_weights(onnx::GraphProto& g, const std::map<std::string, const onnx::TensorProto*>& w) {
+  for (auto& t : *g.mutable_initializer()) {
+    auto it = w.find(t.name());
+    if (t.has_raw_data() && t.raw_data().empty() && it != w.end()) t.set_raw_data(it->second->raw_data());
+  }
+  for_each_subgraph(g, [&](onnx::GraphProto& sg) { restore_weights(sg, w); });
+}
+
+// Shape inference only adds types: copy value_info, inputs and outputs from the inferred graph
+// into the original one, subgraphs matched by position (inference does not change the nodes).
+void take_types(onnx::GraphProto& dst, const onnx::GraphProto& src) {
+  *dst.mutable_value_info() = src.value_info();
+  if (src.input_size() == dst.input_size()) *dst.mutable_input() = src.input();
+  if (src.output_size() == dst.output_size()) *dst.mutable_output() = src.output();
+  if (src.node_size() != dst.node_size()) return;
+  for (int i = 0; i < dst.node_size(); ++i) {
+    auto& dn = *dst.mutable_node(i);
+    const auto& sn = src.node(i);
+    if (dn.attribute_size() != sn.attribute_size()) continue;
+    for (int k = 0; k < dn.attribute_size(); ++k) {
+      auto& da = *dn.mutable_attribute(k);
+      const auto& sa = sn.attribute(k);
+      if (da.has_g() && sa.has_g()) take_types(*da.mutable_g(), sa.g());
+      if (da.graphs_size() == sa.graphs_size())
+        for (int j = 0; j < da.graphs_size(); ++j) take_types(*da.mutable_graphs(j), sa.graphs(j));
+    }
+  }
+}
+
+// onnx 1.12's checker, shape inference and version converter trust parts of the model they do
+// not validate (a scalar STFT signal, an out-of-range LayerNormalization axis, ... crash them).
+// They run in a forked child: its result comes back through a pipe, and a child that dies by a
+// signal, or runs past the timeout, becomes an InputError instead of taking the process down.
+// `f` returns the bytes to hand back; an Error it throws is carried over with its exit code.
+std::string run_contained(const std::string& tool, const std::string& subject, const std::function<std::string()>& f) {
+  onnx::OpSchemaRegistry::Instance();  // initialised before the fork, not in the child
+  int fds[2];
+  if (::pipe(fds) != 0) return f();
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return f();
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    // The child dies by the plain signal: handlers a sanitizer or fuzzer installed in the parent
+    // would report the contained crash as the parent's own.
+    for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGALRM}) std::signal(sig, SIG_DFL);
+    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(nullptr);
+    ::alarm(static_cast<unsigned>(g_contain_timeout));
+    std::string out = "O";  // appended, not "O" + f(): GCC 12 warns falsely on that form
+    try {
+      out += f();
+    } catch (const Error& e) {
+      out = "E" + std::string(1, static_cast<char>(e.exit_code())) + e.what() + '\0' + e.hint();
+    } catch (const std::exception& e) {
+      out = "E" + std::string(1, static_cast<char>(kExitUnsupported)) + e.what() + '\0';
+    }
+    size_t done = 0;
+    while (done < out.size()) {
+      ssize_t k = ::write(fds[1], out.data() + done, out.size() - done);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) ::_exit(3);
+      done += static_cast<size_t>(k);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char buf[65536];
+  for (;;) {
+    ssize_t k = ::read(fds[0], buf, sizeof buf);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got.append(buf, static_cast<size_t>(k));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !got.empty();
+  if (!clean) {
+    std::string how = WIFSIGNALED(status) ? (WTERMSIG(status) == SIGALRM ? "ran past " + std::to_string(g_contain_timeout) + " s"
+                                                                         : "crashed (signal " + std::to_string(WTERMSIG(status)) + ")")
+                                          : "failed (exit " + std::to_string(WEXITSTATUS(status)) + ")";
+    throw InputError("onnx's " + tool + " " + how + " on " + subject + ": the model is malformed in a way the onnx library does not check",
+                     "run 'torch2onnx run' on it to find the node, or regenerate the model");
+  }
+  if (got[0] == 'O') return got.substr(1);
+  int code = got.size() > 1 ? static_cast<int>(static_cast<unsigned char>(got[1])) : static_cast<int>(kExitUnsupported);
+  std::string rest = got.size() > 2 ? got.substr(2) : std::string();
+  auto z = rest.find('\0');
+  std::string msg = rest.substr(0, z), hint = z == std::string::npos ? std::string() : rest.substr(z + 1);
+  if (code == kExitBadInput) throw InputError(msg, hint);
+  throw Error(msg, hint, code);
+}
+
 }  // namespace
+
+void set_onnx_call_timeout(int seconds) { g_contain_timeout = seconds > 0 ? seconds : 300; }
 
 void check_model_file(const std::string& path) {
   // Load through our reader first: it gives clear messages for missing/corrupt files and reads
   // external data, so the checker sees the complete model.
   Model m = load_model(path);
   onnx::ModelProto proto = to_proto(m);
-  check_proto(proto, "'" + path + "'");
+  std::string what = "'" + path + "'";
+  run_contained("checker", what, [&] {
+    check_proto(proto, what);
+    return std::string("ok");
+  });
 }
 
 void check_model(const Model& model) {
   onnx::ModelProto proto = to_proto(model);
-  check_proto(proto, "model");
+  run_contained("checker", "the model", [&] {
+    check_proto(proto, "model");
+    return std::string("ok");
+  });
 }
 
 Model infer_shapes(const Model& model, bool strict) {
   onnx::ModelProto proto = to_proto(model);
-  try {
-    onnx::ShapeInferenceOptions opts{true, strict ? 1 : 0, false};
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), opts);
-  } catch (const std::exception& e) {
-    throw InputError("shape inference failed: " + tidy(e.what()));
-  }
-  return model_from_proto(proto);
+  std::string bytes = run_contained("shape inference", "the model", [&] {
+    try {
+      onnx::ShapeInferenceOptions opts{true, strict ? 1 : 0, false};
+      onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), opts);
+    } catch (const std::exception& e) {
+      throw InputError("shape inference failed: " + tidy(e.what()));
+    }
+    strip_weights(*proto.mutable_graph());
+    return proto.SerializeAsString();
+  });
+  onnx::ModelProto inferred;
+  if (!parse_proto(bytes, inferred)) throw Error("shape inference returned an unreadable model");
+  onnx::ModelProto original = to_proto(model);
+  take_types(*original.mutable_graph(), inferred.graph());
+  return model_from_proto(original);
 }
 
 Model convert_version(const Model& model, int target_opset) {
   onnx::ModelProto proto = to_proto(model);
+  std::string bytes = run_contained("version converter", "the model", [&] {
+    try {
+      onnx::ModelProto out = onnx::version_conversion::ConvertVersion(proto, target_opset);
+      strip_weights(*out.mutable_graph());
+      return out.SerializeAsString();
+    } catch (const std::exception& e) {
+      throw Error("cannot convert the model to opset " + std::to_string(target_opset) + ": " + tidy(e.what()));
+    }
+  });
+  onnx::ModelProto out;
+  if (!parse_proto(bytes, out)) throw Error("the version converter returned an unreadable model");
+  std::map<std::string, const onnx::TensorProto*> weights;
+  collect_weights(proto.graph(), weights);
+  restore_weights(*out.mutable_graph(), weights);
   try {
-    onnx::ModelProto out = onnx::version_conversion::ConvertVersion(proto, target_opset);
     return model_from_proto(out);
   } catch (const std::exception& e) {
     throw Error("cannot convert the model to opset " + std::to_string(target_opset) + ": " + tidy(e.what()));

@@ -15,6 +15,11 @@ void check_model(const Model& model);
 // Runs onnx shape inference and returns the model with value_info filled in.
 Model infer_shapes(const Model& model, bool strict = false);
 
+// The onnx library's checker, shape inference and version converter run in a forked child, so
+// that a model that crashes them yields an InputError; a child running past this many seconds is
+// stopped the same way (default 300).
+void set_onnx_call_timeout(int seconds);
+
 // Converts an in-memory model to another opset of the default domain with onnx's version
 // converter. Throws Error naming the op when it cannot.
 Model convert_version(const Model& model, int target_opset);

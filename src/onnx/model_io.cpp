@@ -3,9 +3,14 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -15,16 +20,61 @@ namespace fs = std::filesystem;
 
 namespace t2o {
 
+namespace {
+
+// Opens a file for reading without blocking (a FIFO or device would hang a plain open or read)
+// and insists on a regular file. `no_follow` also refuses a symlink as the last component.
+int open_regular(const std::string& path, const std::string& what, bool no_follow, struct stat& st) {
+  int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (no_follow ? O_NOFOLLOW : 0);
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) throw InputError(what + " '" + path + "' does not exist");
+    if (err == ELOOP) throw InputError(what + " '" + path + "' is a symbolic link, which is not followed here");
+    throw InputError("cannot open " + what + " '" + path + "': " + std::strerror(err));
+  }
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw InputError("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw InputError(what + " '" + path + "' is a directory, not a file");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw InputError(what + " '" + path + "' is not a regular file (a pipe, socket or device)");
+  }
+  return fd;
+}
+
+// Reads exactly n bytes at offset; false when the file ends first.
+bool pread_all(int fd, char* dst, size_t n, off_t offset) {
+  while (n) {
+    ssize_t got = ::pread(fd, dst, n, offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    dst += got;
+    n -= static_cast<size_t>(got);
+    offset += got;
+  }
+  return true;
+}
+
+struct Fd {
+  int fd;
+  ~Fd() { ::close(fd); }
+};
+
+}  // namespace
+
 std::string read_file(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(what + " '" + path + "' does not exist");
-  if (fs::is_directory(path, ec)) throw InputError(what + " '" + path + "' is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open " + what + " '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw InputError("cannot read " + what + " '" + path + "'");
-  return ss.str();
+  struct stat st;
+  Fd f{open_regular(path, what, false, st)};
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  if (!pread_all(f.fd, bytes.data(), bytes.size(), 0))
+    throw InputError("cannot read " + what + " '" + path + "': it changed or is unreadable");
+  return bytes;
 }
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
@@ -66,101 +116,163 @@ void copy_field(const Field& f, Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(f.Get(static_cast<int>(i)));
 }
 
-void fill_from_typed_fields(const onnx::TensorProto& tp, Tensor& t, const std::string& name) {
+// How many values the typed field for `dt` holds (complex: floats or doubles, two per element).
+int64_t typed_count(const onnx::TensorProto& tp, DType dt) {
+  switch (dt) {
+    case DType::Float: case DType::Complex64: return tp.float_data_size();
+    case DType::Double: case DType::Complex128: return tp.double_data_size();
+    case DType::Int64: return tp.int64_data_size();
+    case DType::UInt32: case DType::UInt64: return tp.uint64_data_size();
+    case DType::String: return tp.string_data_size();
+    default: return tp.int32_data_size();
+  }
+}
+
+// The counts were checked against the dims before `t` was allocated.
+void fill_from_typed_fields(const onnx::TensorProto& tp, Tensor& t) {
   int64_t n = t.numel();
-  auto need = [&](int have) {
-    if (have != n)
-      throw InputError("tensor '" + name + "' holds " + std::to_string(have) + " values but its dims " +
-                       dims_to_string(t.dims()) + " need " + std::to_string(n));
-  };
   switch (t.dtype()) {
-    case DType::Float: need(tp.float_data_size()); copy_field<float>(tp.float_data(), t); break;
-    case DType::Double: need(tp.double_data_size()); copy_field<double>(tp.double_data(), t); break;
-    case DType::Int64: need(tp.int64_data_size()); copy_field<int64_t>(tp.int64_data(), t); break;
-    case DType::UInt32: case DType::UInt64:
-      need(tp.uint64_data_size());
-      if (t.dtype() == DType::UInt32) copy_field<uint32_t>(tp.uint64_data(), t);
-      else copy_field<uint64_t>(tp.uint64_data(), t);
+    case DType::Float: copy_field<float>(tp.float_data(), t); break;
+    case DType::Double: copy_field<double>(tp.double_data(), t); break;
+    case DType::Int64: copy_field<int64_t>(tp.int64_data(), t); break;
+    case DType::UInt32: copy_field<uint32_t>(tp.uint64_data(), t); break;
+    case DType::UInt64: copy_field<uint64_t>(tp.uint64_data(), t); break;
+    case DType::Int32: copy_field<int32_t>(tp.int32_data(), t); break;
+    case DType::Int16: copy_field<int16_t>(tp.int32_data(), t); break;
+    case DType::Int8: copy_field<int8_t>(tp.int32_data(), t); break;
+    case DType::UInt16: copy_field<uint16_t>(tp.int32_data(), t); break;
+    case DType::UInt8: copy_field<uint8_t>(tp.int32_data(), t); break;
+    case DType::Bool: {
+      bool* p = t.data<bool>();
+      for (int64_t i = 0; i < n; ++i) p[i] = tp.int32_data(static_cast<int>(i)) != 0;
       break;
-    case DType::Int32: need(tp.int32_data_size()); copy_field<int32_t>(tp.int32_data(), t); break;
-    case DType::Int16: need(tp.int32_data_size()); copy_field<int16_t>(tp.int32_data(), t); break;
-    case DType::Int8: need(tp.int32_data_size()); copy_field<int8_t>(tp.int32_data(), t); break;
-    case DType::UInt16: need(tp.int32_data_size()); copy_field<uint16_t>(tp.int32_data(), t); break;
-    case DType::UInt8: need(tp.int32_data_size()); copy_field<uint8_t>(tp.int32_data(), t); break;
-    case DType::Bool: need(tp.int32_data_size()); copy_field<bool>(tp.int32_data(), t); break;
-    case DType::Float16: case DType::BFloat16: need(tp.int32_data_size()); copy_field<uint16_t>(tp.int32_data(), t); break;
+    }
+    case DType::Float16: case DType::BFloat16: copy_field<uint16_t>(tp.int32_data(), t); break;
     case DType::Complex64: {
-      if (tp.float_data_size() != 2 * n) need(tp.float_data_size() / 2);
       float* p = static_cast<float*>(t.raw());
-      for (int i = 0; i < tp.float_data_size(); ++i) p[i] = tp.float_data(i);
+      for (int64_t i = 0; i < 2 * n; ++i) p[i] = tp.float_data(static_cast<int>(i));
       break;
     }
     case DType::Complex128: {
-      if (tp.double_data_size() != 2 * n) need(tp.double_data_size() / 2);
       double* p = static_cast<double*>(t.raw());
-      for (int i = 0; i < tp.double_data_size(); ++i) p[i] = tp.double_data(i);
+      for (int64_t i = 0; i < 2 * n; ++i) p[i] = tp.double_data(static_cast<int>(i));
       break;
     }
     case DType::String:
-      need(tp.string_data_size());
       for (int64_t i = 0; i < n; ++i) t.strings()[i] = tp.string_data(static_cast<int>(i));
       break;
     default: break;
   }
 }
 
+int64_t parse_size(const std::string& v, const std::string& key, const std::string& tensor) {
+  int64_t x = -1;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || end != v.data() + v.size() || x < 0)
+    throw InputError("tensor '" + tensor + "' has an invalid external data " + key + " '" + v + "'");
+  return x;
+}
+
+// External data must stay inside the model's folder: the location is resolved (symlinks
+// included) and must land in the resolved folder, and the file must be a regular file, read
+// without blocking. A location that escapes through `..`, an absolute path or a symlink, or that
+// names a FIFO or device, is refused.
 std::string read_external(const onnx::TensorProto& tp, const std::string& base_dir, size_t want) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : tp.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    else if (kv.key() == "offset") offset = parse_size(kv.value(), "offset", tp.name());
+    else if (kv.key() == "length") length = parse_size(kv.value(), "length", tp.name());
   }
-  if (location.empty()) throw InputError("tensor '" + tp.name() + "' is stored externally but names no location");
-  if (fs::path(location).is_absolute() || location.find("..") != std::string::npos)
-    throw InputError("tensor '" + tp.name() + "' points outside the model folder: '" + location + "'");
-  fs::path file = fs::path(base_dir) / location;
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    throw InputError("external data file '" + file.string() + "' of tensor '" + tp.name() + "' cannot be opened",
+  const std::string& name = tp.name();
+  if (location.empty()) throw InputError("tensor '" + name + "' is stored externally but names no location");
+  auto outside = [&] {
+    return InputError("tensor '" + name + "' points outside the model folder: '" + location + "'",
+                      "external data files must be inside the model's folder (no '..', absolute paths or symlinks out of it)");
+  };
+  if (location.find('\0') != std::string::npos || fs::path(location).is_absolute() || location.find("..") != std::string::npos)
+    throw outside();
+  std::error_code ec;
+  fs::path base = fs::canonical(base_dir.empty() ? "." : base_dir, ec);
+  if (ec) throw InputError("model folder '" + base_dir + "' cannot be resolved: " + ec.message());
+  fs::path given = base / location;
+  fs::path file = fs::canonical(given, ec);
+  if (ec)
+    throw InputError("external data file '" + given.string() + "' of tensor '" + name + "' cannot be opened: " + ec.message(),
                      "keep the .data file next to the .onnx file");
+  fs::path rel = file.lexically_relative(base);
+  if (rel.empty() || *rel.begin() == ".." || rel.is_absolute()) throw outside();
+  struct stat st;
+  Fd f{open_regular(file.string(), "external data file", true, st)};
   if (length < 0) length = static_cast<int64_t>(want);
   if (static_cast<size_t>(length) != want)
-    throw InputError("external data of tensor '" + tp.name() + "' has " + std::to_string(length) +
+    throw InputError("external data of tensor '" + name + "' has " + std::to_string(length) +
                      " bytes, its dims need " + std::to_string(want));
+  // Checked against the file's size before anything is allocated.
+  if (offset > st.st_size || length > st.st_size - offset)
+    throw InputError("external data file '" + given.string() + "' is too short for tensor '" + name + "' (" +
+                     std::to_string(st.st_size) + " bytes, need " + std::to_string(length) + " at offset " +
+                     std::to_string(offset) + ")");
   std::string buf(static_cast<size_t>(length), '\0');
-  in.seekg(offset);
-  in.read(buf.data(), length);
-  if (in.gcount() != length)
-    throw InputError("external data file '" + file.string() + "' is too short for tensor '" + tp.name() + "'");
+  if (!pread_all(f.fd, buf.data(), buf.size(), static_cast<off_t>(offset)))
+    throw InputError("external data file '" + given.string() + "' is too short for tensor '" + name + "'");
   return buf;
+}
+
+// Bytes other than 0 and 1 are not bools: reading one as bool is undefined. Files get them
+// normalised (nonzero is true) as they are read.
+void normalize_bools(Tensor& t) {
+  if (t.dtype() != DType::Bool) return;
+  auto* p = static_cast<uint8_t*>(t.raw());
+  for (size_t i = 0; i < t.nbytes(); ++i) p[i] = p[i] != 0;
 }
 
 }  // namespace
 
 Tensor tensor_from_proto(const onnx::TensorProto& tp, const std::string& base_dir) {
+  const std::string& name = tp.name();
   if (!dtype_is_valid(tp.data_type()))
-    throw InputError("tensor '" + tp.name() + "' has unknown data type " + std::to_string(tp.data_type()));
-  if (tp.has_segment()) throw InputError("tensor '" + tp.name() + "' uses segments, which are not supported");
+    throw InputError("tensor '" + name + "' has unknown data type " + std::to_string(tp.data_type()));
+  if (tp.has_segment()) throw InputError("tensor '" + name + "' uses segments, which are not supported");
   DType dt = static_cast<DType>(tp.data_type());
   Dims dims(tp.dims().begin(), tp.dims().end());
   for (int64_t d : dims)
-    if (d < 0) throw InputError("tensor '" + tp.name() + "' has a negative dimension");
-  // Complex values are stored as pairs; Tensor keeps them as raw bytes of the declared size.
-  Tensor t(dt, dims);
-  size_t want = t.nbytes();
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string buf = read_external(tp, base_dir, want);
-    std::memcpy(t.raw(), buf.data(), want);
-  } else if (tp.has_raw_data() && dt != DType::String) {
-    if (tp.raw_data().size() != want)
-      throw InputError("tensor '" + tp.name() + "' has " + std::to_string(tp.raw_data().size()) +
-                       " bytes of raw data, its dims " + dims_to_string(dims) + " need " + std::to_string(want));
-    if (want) std::memcpy(t.raw(), tp.raw_data().data(), want);
-  } else {
-    fill_from_typed_fields(tp, t, tp.name());
+    if (d < 0) throw InputError("tensor '" + name + "' has a negative dimension");
+  int64_t n;
+  size_t want;
+  try {
+    n = numel_of(dims);
+    want = dt == DType::String ? 0 : nbytes_of(dt, dims);
+  } catch (const Error& e) {
+    throw InputError("tensor '" + name + "': " + e.what(), e.hint());
   }
+  // The payload is checked against the dims first, so a few bytes that declare a huge tensor
+  // fail here instead of allocating it. Complex values are pairs; Tensor keeps them as raw bytes.
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (dt == DType::String) throw InputError("tensor '" + name + "' holds strings, which cannot be external data");
+    std::string buf = read_external(tp, base_dir, want);
+    Tensor t = Tensor::uninitialized(dt, dims);
+    if (want) std::memcpy(t.raw(), buf.data(), want);
+    normalize_bools(t);
+    return t;
+  }
+  if (tp.has_raw_data() && dt != DType::String) {
+    if (tp.raw_data().size() != want)
+      throw InputError("tensor '" + name + "' has " + std::to_string(tp.raw_data().size()) +
+                       " bytes of raw data, its dims " + dims_to_string(dims) + " need " + std::to_string(want));
+    Tensor t = Tensor::uninitialized(dt, dims);
+    if (want) std::memcpy(t.raw(), tp.raw_data().data(), want);
+    normalize_bools(t);
+    return t;
+  }
+  bool complex = dt == DType::Complex64 || dt == DType::Complex128;
+  int64_t have = typed_count(tp, dt), need = complex ? 2 * n : n;
+  if (have != need)
+    throw InputError("tensor '" + name + "' holds " + std::to_string(complex ? have / 2 : have) + " values but its dims " +
+                     dims_to_string(dims) + " need " + std::to_string(n));
+  Tensor t(dt, dims);
+  fill_from_typed_fields(tp, t);
   return t;
 }
 
@@ -171,7 +283,7 @@ void tensor_to_proto(const Tensor& t, onnx::TensorProto& tp) {
   if (t.dtype() == DType::String) {
     for (int64_t i = 0; i < t.numel(); ++i) tp.add_string_data(t.strings()[i]);
   } else {
-    tp.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
+    if (t.nbytes()) tp.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
   }
 }
 
@@ -186,7 +298,7 @@ Type type_from_proto(const onnx::TypeProto& p) {
     Shape s;
     for (const auto& d : tt.shape().dim()) {
       Dim dim;
-      if (d.has_dim_value()) dim.value = d.dim_value();
+      if (d.has_dim_value() && d.dim_value() >= 0) dim.value = d.dim_value();  // a negative one is unknown
       else if (d.has_dim_param()) dim.symbol = d.dim_param();
       dim.denotation = d.denotation();
       s.dims.push_back(dim);
@@ -286,7 +398,7 @@ ValueInfo value_info_from_proto(const onnx::ValueInfoProto& p) {
 void value_info_to_proto(const ValueInfo& v, onnx::ValueInfoProto* p) {
   p->set_name(v.name);
   if (!v.doc_string.empty()) p->set_doc_string(v.doc_string);
-  if (v.type.kind != Type::Kind::Undefined) type_to_proto(v.type, p->mutable_type());
+  if (v.type.kind != Type::Kind::Undefined || !v.type.denotation.empty()) type_to_proto(v.type, p->mutable_type());
 }
 
 // ---------------- graphs ----------------
@@ -384,21 +496,21 @@ struct Writer {
     p->set_type(static_cast<onnx::AttributeProto::AttributeType>(a.type));
     if (!a.doc_string.empty()) p->set_doc_string(a.doc_string);
     if (!a.ref_attr_name.empty()) p->set_ref_attr_name(a.ref_attr_name);
-    switch (a.type) {
-      case AttrType::Float: p->set_f(a.f); break;
-      case AttrType::Int: p->set_i(a.i); break;
-      case AttrType::String: p->set_s(a.s); break;
-      case AttrType::Tensor: tensor(a.t, {}, {}, p->mutable_t()); break;
-      case AttrType::Graph: graph(*a.g, p->mutable_g()); break;
-      case AttrType::SparseTensor: sparse(a.sparse, p->mutable_sparse_tensor()); break;
-      case AttrType::TypeProto: type_to_proto(a.tp, p->mutable_tp()); break;
-      default: break;
-    }
+    // Every field that holds something is written, whatever the declared type, so that what was
+    // read from a file writes back as it was (a Constant whose type and field disagree included).
+    if (a.type == AttrType::Float || a.f != 0) p->set_f(a.f);
+    if (a.type == AttrType::Int || a.i != 0) p->set_i(a.i);
+    if (a.type == AttrType::String || !a.s.empty()) p->set_s(a.s);
+    if (a.t.defined()) tensor(a.t, {}, {}, p->mutable_t());
+    if (a.g) graph(*a.g, p->mutable_g());
+    if (a.sparse.values.defined()) sparse(a.sparse, p->mutable_sparse_tensor());
+    if (a.type == AttrType::TypeProto || a.tp.kind != Type::Kind::Undefined) type_to_proto(a.tp, p->mutable_tp());
     for (float f : a.floats) p->add_floats(f);
     for (int64_t i : a.ints) p->add_ints(i);
     for (const auto& s : a.strings) p->add_strings(s);
     for (const auto& t : a.tensors) tensor(t, {}, {}, p->add_tensors());
-    for (const auto& g : a.graphs) graph(*g, p->add_graphs());
+    for (const auto& g : a.graphs)
+      if (g) graph(*g, p->add_graphs());
     for (const auto& s : a.sparse_tensors) sparse(s, p->add_sparse_tensors());
     for (const auto& t : a.type_protos) type_to_proto(t, p->add_type_protos());
   }
@@ -520,7 +632,11 @@ Model load_model_from_bytes(const std::string& bytes, const std::string& base_di
   }
   std::string why = why_not_a_model(proto);
   if (!why.empty()) throw InputError(what + " is not an ONNX model: " + why);
-  return model_from_proto(proto, base_dir);
+  try {
+    return model_from_proto(proto, base_dir);
+  } catch (const InputError& e) {
+    throw InputError(what + ": " + e.what(), e.hint());
+  }
 }
 
 Model load_model(const std::string& path) {

@@ -3,6 +3,8 @@
 #include <onnx/onnx-data.pb.h>
 #include <onnx/onnx_pb.h>
 
+#include <charconv>
+#include <cstring>
 #include <filesystem>
 
 #include "onnx/model_io.h"
@@ -50,6 +52,7 @@ Tensor read_npy(const std::string& path) {
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) throw bad("missing the \\x93NUMPY magic");
   int major = static_cast<unsigned char>(bytes[6]);
   size_t hlen, hstart;
+  if (major != 1 && major != 2 && major != 3) throw bad("unknown format version " + std::to_string(major));
   if (major == 1) {
     hlen = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     hstart = 10;
@@ -83,15 +86,29 @@ Tensor read_npy(const std::string& path) {
     size_t j = i;
     while (j < inner.size() && std::isdigit(static_cast<unsigned char>(inner[j]))) ++j;
     if (j == i) throw bad("malformed shape " + shape);
-    dims.push_back(std::stoll(inner.substr(i, j - i)));
+    int64_t d = -1;
+    auto [end, ec] = std::from_chars(inner.data() + i, inner.data() + j, d);
+    if (ec != std::errc() || end != inner.data() + j) throw bad("dimension out of range in shape " + shape);
+    dims.push_back(d);
     i = j;
   }
-  Tensor t(dt, dims);
+  size_t want;
+  try {
+    want = nbytes_of(dt, dims);
+  } catch (const Error& e) {
+    throw bad(e.what());
+  }
+  // The data is checked against the shape before the tensor is allocated.
   size_t data_start = hstart + hlen;
-  if (bytes.size() - data_start < t.nbytes())
+  if (bytes.size() - data_start < want)
     throw bad("data is truncated (" + std::to_string(bytes.size() - data_start) + " bytes, need " +
-              std::to_string(t.nbytes()) + ")");
-  if (t.nbytes()) std::memcpy(t.raw(), bytes.data() + data_start, t.nbytes());
+              std::to_string(want) + ")");
+  Tensor t = Tensor::uninitialized(dt, dims);
+  if (want) std::memcpy(t.raw(), bytes.data() + data_start, want);
+  if (dt == DType::Bool) {  // bytes other than 0 and 1 are not bools
+    auto* p = static_cast<uint8_t*>(t.raw());
+    for (size_t k = 0; k < want; ++k) p[k] = p[k] != 0;
+  }
   return t;
 }
 
@@ -125,7 +142,11 @@ Tensor read_tensor_pb(const std::string& path, std::string* name) {
     throw InputError("'" + path + "' is not a valid ONNX TensorProto file");
   if (name) *name = tp.name();
   auto parent = std::filesystem::path(path).parent_path();
-  return tensor_from_proto(tp, parent.empty() ? "." : parent.string());
+  try {
+    return tensor_from_proto(tp, parent.empty() ? "." : parent.string());
+  } catch (const InputError& e) {
+    throw InputError("'" + path + "': " + e.what(), e.hint());
+  }
 }
 
 void write_tensor_pb(const std::string& path, const Tensor& t, const std::string& name) {
@@ -144,18 +165,26 @@ Tensor read_tensor_file(const std::string& path) {
 
 namespace {
 
+// External data of a tensor in a .pb file is relative to that file's folder.
+std::string folder_of(const std::string& path) {
+  auto parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
 void sequence_from_proto(const onnx::SequenceProto& sp, PbValue& v, const std::string& path) {
   v.kind = PbValue::Kind::Sequence;
   v.seq_elem = DType::Undefined;
   if (sp.elem_type() != onnx::SequenceProto::TENSOR && sp.elem_type() != onnx::SequenceProto::UNDEFINED)
     throw InputError("'" + path + "': only sequences of tensors are supported");
-  for (const auto& t : sp.tensor_values()) v.sequence.push_back(tensor_from_proto(t));
+  for (const auto& t : sp.tensor_values()) {
+    v.sequence.push_back(tensor_from_proto(t, folder_of(path)));
+    if (v.sequence.back().dtype() != v.sequence.front().dtype())
+      throw InputError("'" + path + "': the tensors of the sequence have different element types");
+  }
   if (!v.sequence.empty()) v.seq_elem = v.sequence.front().dtype();
 }
 
-}  // namespace
-
-PbValue read_value_pb(const std::string& path, const std::string& hint) {
+PbValue parse_value_pb(const std::string& path, const std::string& hint) {
   std::string bytes = read_file(path, "tensor file");
   PbValue v;
   if (hint == "sequence") {
@@ -170,7 +199,7 @@ PbValue read_value_pb(const std::string& path, const std::string& hint) {
     v.kind = PbValue::Kind::Optional;
     if (op.has_tensor_value()) {
       v.optional_elem_kind = PbValue::Kind::Tensor;
-      v.tensor = tensor_from_proto(op.tensor_value());
+      v.tensor = tensor_from_proto(op.tensor_value(), folder_of(path));
     } else if (op.has_sequence_value()) {
       v.optional_elem_kind = PbValue::Kind::Sequence;
       PbValue s;
@@ -184,8 +213,20 @@ PbValue read_value_pb(const std::string& path, const std::string& hint) {
   }
   onnx::TensorProto tp;
   if (!tp.ParseFromString(bytes)) throw InputError("'" + path + "' is not a valid ONNX TensorProto file");
-  v.tensor = tensor_from_proto(tp);
+  v.tensor = tensor_from_proto(tp, folder_of(path));
   return v;
+}
+
+}  // namespace
+
+PbValue read_value_pb(const std::string& path, const std::string& hint) {
+  try {
+    return parse_value_pb(path, hint);
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    if (msg.find("'" + path + "'") != std::string::npos) throw;
+    throw InputError("'" + path + "': " + msg, e.hint());
+  }
 }
 
 void write_value_pb(const std::string& path, const PbValue& v, const std::string& name) {

@@ -1,5 +1,6 @@
 #include "verify/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -50,6 +51,40 @@ TensorStats compare_tensors(const Tensor& ref, const Tensor& got, const Toleranc
   else if (na == 0 || nb == 0) s.cosine = 0;
   else s.cosine = dot / (std::sqrt(na) * std::sqrt(nb));
   return s;
+}
+
+const std::vector<std::string>& abs_diff_bin_labels() {
+  static const std::vector<std::string> labels = {"0",    "<1e-7", "1e-7", "1e-6", "1e-5", "1e-4",
+                                                  "1e-3", "1e-2",  "1e-1", "1",    ">=10"};
+  return labels;
+}
+
+std::vector<int64_t> abs_diff_histogram(const Tensor& ref, const Tensor& got) {
+  if (ref.dims() != got.dims()) return {};
+  std::vector<int64_t> bins(abs_diff_bin_labels().size(), 0);
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    double a = ref.as_double(i), b = got.as_double(i);
+    if (!std::isfinite(a) || !std::isfinite(b)) continue;
+    double d = std::fabs(a - b);
+    size_t bin = 0;
+    if (d == 0) bin = 0;
+    else if (d < 1e-7) bin = 1;
+    else if (d >= 10) bin = bins.size() - 1;
+    else bin = 2 + static_cast<size_t>(std::floor(std::log10(d) + 7));  // 1e-7 -> 2, ..., 1 -> 9
+    bins[std::min(bin, bins.size() - 1)]++;
+  }
+  return bins;
+}
+
+std::vector<std::pair<double, double>> sample_pairs(const Tensor& ref, const Tensor& got, size_t max) {
+  std::vector<std::pair<double, double>> r;
+  if (ref.dims() != got.dims() || ref.numel() == 0 || max == 0) return r;
+  int64_t n = ref.numel(), step = std::max<int64_t>(1, n / static_cast<int64_t>(max));
+  for (int64_t i = 0; i < n && r.size() < max; i += step) {
+    double a = ref.as_double(i), b = got.as_double(i);
+    if (std::isfinite(a) && std::isfinite(b)) r.emplace_back(a, b);
+  }
+  return r;
 }
 
 std::string TensorStats::verdict() const {

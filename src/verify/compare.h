@@ -1,6 +1,8 @@
 #pragma once
 // Element-wise comparison of a reference tensor (PyTorch) with a candidate (ONNX side).
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ir/tensor.h"
 
@@ -36,5 +38,14 @@ struct TensorStats {
 // agrees only with the same Inf. Shapes must match exactly; dtypes are reported, and a dtype
 // difference is a mismatch, since users depend on the output type.
 TensorStats compare_tensors(const Tensor& ref, const Tensor& got, const Tolerance& tol);
+
+// How |ref - got| spreads over the elements finite on both sides, in decades: bin 0 counts exact
+// agreement, bin 1 differences below 1e-7, then one bin per decade up to [1, 10), and the last bin
+// 10 and more. Empty when the shapes differ.
+std::vector<int64_t> abs_diff_histogram(const Tensor& ref, const Tensor& got);
+const std::vector<std::string>& abs_diff_bin_labels();
+
+// Up to `max` (ref, got) pairs of evenly spaced elements finite on both sides, for a scatter plot.
+std::vector<std::pair<double, double>> sample_pairs(const Tensor& ref, const Tensor& got, size_t max = 400);
 
 }  // namespace t2o

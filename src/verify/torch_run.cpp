@@ -51,6 +51,8 @@ void flatten(const c10::IValue& v, std::vector<Tensor>& out) {
     for (const c10::IValue& e : v.toListRef()) flatten(e, out);
   else if (v.isTuple())
     for (const c10::IValue& e : v.toTupleRef().elements()) flatten(e, out);
+  else if (v.isGenericDict())  // by value in insertion order, as convert flattens dict outputs
+    for (const auto& e : v.toGenericDict()) flatten(e.value(), out);
   else if (!v.isNone())
     throw Error("the PyTorch model returns a " + v.tagKind() + ", which has no ONNX counterpart");
 }
@@ -162,6 +164,16 @@ TorchRun TorchModel::run(const std::vector<std::pair<std::string, Tensor>>& inpu
     t_capture = nullptr;
     std::string msg = e.what_without_backtrace();
     throw Error("PyTorch fails on these inputs: " + msg.substr(0, msg.find('\n')), {}, kExitUsage);
+  } catch (const Error&) {
+    t_capture = nullptr;
+    throw;
+  } catch (const std::exception& e) {
+    // The interpreter reports errors raised by the model's own code (a failed shape check in
+    // TorchScript) as JITException, which is not a c10::Error: the last line is the message.
+    t_capture = nullptr;
+    std::string msg = e.what();
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    throw Error("PyTorch fails on these inputs: " + msg.substr(msg.rfind('\n') + 1), {}, kExitUsage);
   }
   TorchRun r;
   for (const c10::IValue& v : stack) flatten(v, r.outputs);

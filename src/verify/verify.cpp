@@ -4,6 +4,7 @@
 #include <set>
 
 #include "onnx/model_io.h"
+#include "passes/passes.h"
 #include "runtime/session.h"
 #include "verify/inputs.h"
 #include "verify/ort_backend.h"
@@ -33,6 +34,12 @@ std::map<std::string, RValue> feeds(const Sample& s) {
   std::map<std::string, RValue> r;
   for (const auto& [n, t] : s.inputs) r[n] = RValue(t);
   return r;
+}
+
+// Out of tolerance beats within it; then the larger absolute error.
+bool worse(const TensorStats& a, const TensorStats& b) {
+  if (a.values_ok() != b.values_ok()) return !a.values_ok();
+  return a.max_abs > b.max_abs;
 }
 
 // Why the links of a fresh conversion do not describe the given file, or "" when they do.
@@ -117,7 +124,8 @@ class Verifier {
       r.problem = "PyTorch returns " + std::to_string(ref.size()) + " tensors, the ONNX model " +
                   std::to_string(got.size()) + " outputs";
     for (size_t i = 0; i < std::min(ref.size(), got.size()); ++i)
-      r.outputs.push_back({model_.graph.outputs[i].name, compare_tensors(ref[i], got[i], opts_.tol)});
+      r.outputs.push_back({model_.graph.outputs[i].name, compare_tensors(ref[i], got[i], opts_.tol),
+                           abs_diff_histogram(ref[i], got[i]), sample_pairs(ref[i], got[i])});
     return r;
   }
 
@@ -136,6 +144,15 @@ class Verifier {
     try {
       ConvertResult cr = convert_torchscript(report_.pt_path, co);
       std::string diff = structure_difference(cr.model.graph, model_.graph);
+      if (!diff.empty()) {
+        // `convert` optimizes unless --no-optimize; the optimizer is deterministic and keeps the
+        // values of the names that remain, so the links hold for its result too.
+        std::map<std::string, Dims> sizes;
+        for (const auto& in : co.inputs) sizes[in.name] = in.dims;
+        Model opt = cr.model;
+        optimize_converted(opt, sizes, {}, {});
+        if (structure_difference(opt.graph, model_.graph).empty()) return cr.links;
+      }
       if (!diff.empty()) {
         why_not = "the ONNX file does not match a fresh conversion of the .pt (" + diff + ")";
         return std::nullopt;
@@ -199,6 +216,7 @@ class Verifier {
       const Node& n = model_.graph.nodes[i];
       std::vector<ValueCheck> outs;
       bool bad = false;
+      NodeCheck nc{static_cast<int>(i), n.name, std::nullopt};
       for (const std::string& o : n.outputs) {
         if (o.empty()) continue;
         ValueCheck vc;
@@ -206,10 +224,12 @@ class Verifier {
         if (vc.stats) {
           ++L.compared;
           bad = bad || !vc.stats->values_ok();
+          if (!nc.worst || worse(*vc.stats, *nc.worst)) nc.worst = vc.stats;
         }
         outs.push_back(vc);
       }
-      if (!bad) continue;
+      if (opts_.all_nodes) L.nodes.push_back(nc);
+      if (!bad || L.found) continue;
       fill_node(L, i);
       L.outputs = outs;
       for (const std::string& in : n.inputs) {
@@ -218,9 +238,9 @@ class Verifier {
         check(in, vc);
         L.inputs.push_back(vc);
       }
-      return;
+      if (!opts_.all_nodes) return;
     }
-    if (!report_.ok())
+    if (!report_.ok() && !L.found)
       L.note += std::string(L.note.empty() ? "" : "; ") +
                 "no linked intermediate value diverges, only the outputs (look at the output nodes)";
   }

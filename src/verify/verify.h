@@ -20,6 +20,7 @@ struct VerifyOptions {
   int samples = 1;
   Tolerance tol;
   bool locate = false;  // compare intermediates even when the outputs agree
+  bool all_nodes = false;  // locate compares every linked node, not only up to the first diverging one
   std::string backend = "t2o";  // or "ort"
   uint64_t seed = 0;
   // Links from a conversion just made in this process; otherwise verify converts again.
@@ -31,6 +32,8 @@ struct VerifyOptions {
 struct OutputCheck {
   std::string name;
   TensorStats stats;
+  std::vector<int64_t> abs_diff_hist;  // abs_diff_histogram (compare.h)
+  std::vector<std::pair<double, double>> pairs;  // sample_pairs (compare.h): (torch, onnx) values
 };
 
 struct SampleResult {
@@ -50,6 +53,13 @@ struct ValueCheck {
   std::optional<TensorStats> stats;
 };
 
+// One ONNX node of the main graph, by the worst of its linked outputs (with all_nodes).
+struct NodeCheck {
+  int index = -1;
+  std::string name;
+  std::optional<TensorStats> worst;  // none: no output of it could be compared
+};
+
 struct LocateResult {
   bool ran = false;
   bool intermediates = false;  // false: only outputs could be compared
@@ -60,6 +70,7 @@ struct LocateResult {
   int node_index = -1;  // in the ONNX graph's node list (topological order)
   std::string node_name, op_type, aten_op, source;
   std::vector<ValueCheck> outputs, inputs;
+  std::vector<NodeCheck> nodes;  // with VerifyOptions::all_nodes
 };
 
 struct VerifyReport {

@@ -1,92 +1,8 @@
 // `torch2onnx verify` end to end, through the command line users run: agreeing models pass,
 // models broken on purpose fail and --locate names the broken node and its source line.
-#include <gtest/gtest.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <map>
-#include <nlohmann/json.hpp>
-#include <sstream>
-
-#include "onnx/model_io.h"
-
-namespace fs = std::filesystem;
-using namespace t2o;
-using nlohmann::json;
+#include "verify_support.h"
 
 namespace {
-
-std::string env_or(const char* name, const char* dflt) {
-  const char* e = std::getenv(name);
-  return e && *e ? e : dflt;
-}
-std::string fixtures() { return env_or("T2O_VERIFY_FIXTURES", T2O_VERIFY_FIXTURES); }
-
-fs::path work_dir() {
-  fs::path d = fs::temp_directory_path() / ("t2o_verify_e2e_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
-
-struct CliRun {
-  int code;
-  std::string out;
-};
-
-// Runs the CLI with `args`, capturing stdout and stderr.
-CliRun cli(const std::string& args) {
-  static int n = 0;
-  fs::path log = work_dir() / ("cli_" + std::to_string(n++) + ".txt");
-  int rc = std::system((std::string(T2O_CLI) + " " + args + " >" + log.string() + " 2>&1").c_str());
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
-}
-
-json read_json(const fs::path& p) {
-  std::ifstream f(p);
-  return json::parse(f);
-}
-
-std::map<std::string, std::string> tag_lines(const std::string& fixture) {
-  std::map<std::string, std::string> r;
-  std::ifstream f(fixtures() + "/" + fixture + "/lines.txt");
-  std::string tag, line;
-  while (f >> tag >> line) r[tag] = line;
-  return r;
-}
-
-// Converts fixture NAME once per test binary; returns the .onnx path.
-std::string converted(const std::string& name, const std::string& args) {
-  fs::path out = work_dir() / (name + ".onnx");
-  if (!fs::exists(out)) {
-    CliRun r = cli("convert " + fixtures() + "/" + name + "/model.pt -o " + out.string() + " --quiet " + args);
-    EXPECT_EQ(r.code, 0) << r.out;
-  }
-  return out.string();
-}
-
-std::string cnn() { return converted("cnn", "--input x:1x3x6x6 --dynamic x:0=batch"); }
-
-// Saves a copy of `onnx` with `edit` applied to the first node `pick` accepts; returns the
-// broken model's path and the edited node's name.
-std::pair<std::string, std::string> broken(const std::string& onnx, const std::string& tag,
-                                           const std::function<bool(const Node&)>& pick,
-                                           const std::function<void(Model&, Node&)>& edit) {
-  Model m = load_model(onnx);
-  for (Node& n : m.graph.nodes)
-    if (pick(n)) {
-      edit(m, n);
-      fs::path out = work_dir() / ("broken_" + tag + ".onnx");
-      save_model(m, out.string());
-      return {out.string(), n.name};
-    }
-  ADD_FAILURE() << "no node to break for " << tag;
-  return {};
-}
 
 // Verify must fail, and --locate must name `node` (and `source`, when given).
 void expect_located(const std::string& model, const std::string& onnx, const std::string& node,
@@ -106,17 +22,6 @@ void expect_located(const std::string& model, const std::string& onnx, const std
   EXPECT_NE(r.out.find("'" + node + "'"), std::string::npos) << r.out;
 }
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
-// Removes the work directory at the end, unless T2O_E2E_KEEP is set (to look at the reports).
-class CleanWorkDir : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    if (!std::getenv("T2O_E2E_KEEP")) fs::remove_all(work_dir(), ec);
-  }
-};
-const auto* const g_clean = ::testing::AddGlobalTestEnvironment(new CleanWorkDir);
 
 }  // namespace
 
@@ -270,22 +175,37 @@ TEST_P(VerifyFixtures, Pass) {
   ASSERT_NE(p.name, "MISSING_FIXTURES");
   fs::path dir = fs::path(env_or("T2O_TORCH_FIXTURES", T2O_TORCH_FIXTURES)) / p.name;
   std::ifstream spec(dir / "spec.txt");
-  std::string line, convert_args, tol = " --rtol 1e-3 --atol 1e-4";
+  // verify starts from the fixture's own input sizes (a model may need more than the default 2
+  // along a dynamic axis); fixtures whose shapes depend on values (`data`) pass those values too.
+  std::string line, convert_args, verify_args, tol = " --rtol 1e-3 --atol 1e-4";
+  std::vector<std::string> input_names;
+  bool data = false;
   while (std::getline(spec, line)) {
     std::stringstream ls(line);
     std::string kind, a, b, c;
     ls >> kind >> a >> b >> c;
-    if (kind == "input") convert_args += " --input " + a + ":" + b + ":" + c;
+    if (kind == "input") {
+      convert_args += " --input " + a + ":" + b + ":" + c;
+      verify_args += " --input " + a + ":" + b + ":" + c;
+      input_names.push_back(a);
+    }
+    if (kind == "data") data = true;
     if (kind == "dynamic") convert_args += " --dynamic " + a;
     if (kind == "tol") tol = " --rtol " + a + " --atol " + b;
     if (kind == "expect_error") GTEST_SKIP() << "fixture expects a conversion error";
     if (kind == "min_opset" && p.opset && p.opset < std::stoi(a)) GTEST_SKIP() << "fixture needs opset " << a;
   }
+  if (data)
+    for (size_t k = 0; k < input_names.size(); ++k) {
+      std::string d = " --data " + input_names[k] + "=" + (dir / ("input_" + std::to_string(k) + ".npy")).string();
+      convert_args += d;
+      verify_args += d;
+    }
   if (p.opset) convert_args += " --opset " + std::to_string(p.opset);
   fs::path onnx = work_dir() / (p.name + "_" + std::to_string(p.opset) + ".onnx");
   CliRun r = cli("convert " + (dir / "model.pt").string() + " -o " + onnx.string() + " --quiet" + convert_args);
   ASSERT_EQ(r.code, 0) << r.out;
-  r = cli("verify " + (dir / "model.pt").string() + " " + onnx.string() + " --samples 2" + tol);
+  r = cli("verify " + (dir / "model.pt").string() + " " + onnx.string() + " --samples 2" + verify_args + tol);
   EXPECT_EQ(r.code, 0) << r.out;
 }
 

@@ -12,28 +12,16 @@
 
 #include "onnx/model_io.h"
 #include "onnx/tensor_io.h"
+#include "shell_support.h"
 
 namespace fs = std::filesystem;
 using namespace t2o;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr
-};
+using Result = t2o::test::ShellResult;
 
-Result run(const std::string& args) {
-  std::string cmd = std::string(T2O_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return {code, out};
-}
+Result run(const std::string& args) { return t2o::test::run_shell(std::string(T2O_CLI) + " " + args); }
 
 class CliBadInput : public ::testing::Test {
  protected:

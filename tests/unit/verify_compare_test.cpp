@@ -99,7 +99,9 @@ TEST(VerifyInputs, IndicesStayInsideTheEmbedding) {
   for (int k = 0; k < 5; ++k) {
     Sample s = plan.make(k, 0);
     const Tensor& t = s.inputs.at(0).second;
-    if (k > 0) EXPECT_NE(t.dims()[1], 64) << "sample " << k << " keeps the dynamic size";
+    if (k > 0) {
+      EXPECT_NE(t.dims()[1], 64) << "sample " << k << " keeps the dynamic size";
+    }
     for (int64_t i = 0; i < t.numel(); ++i) {
       EXPECT_GE(t.as_int(i), 0);
       EXPECT_LT(t.as_int(i), 5);
