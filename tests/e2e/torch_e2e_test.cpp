@@ -15,6 +15,7 @@
 #include "onnx/check.h"
 #include "onnx/model_io.h"
 #include "onnx/tensor_io.h"
+#include "passes/passes.h"
 #include "torch/convert.h"
 #include "torch/inspect_torch.h"
 
@@ -50,6 +51,7 @@ struct Spec {
   std::string min_opset_op, min_opset_source;  // the op that needs min_opset, and its "file.py:LINE"
   int expect_exit = 0;
   std::string expect_text;
+  bool data = false;  // shape learning on the saved inputs (convert --data)
 };
 
 Dims parse_dims(const std::string& s) {
@@ -84,6 +86,8 @@ Spec read_spec(const std::string& dir) {
         d.axes[std::stoi(item.substr(0, eq))] = item.substr(eq + 1);
       }
       s.opts.dynamic.push_back(d);
+    } else if (kind == "data") {
+      s.data = true;
     } else if (kind == "tol") {
       ls >> s.rtol >> s.atol;
     } else if (kind == "min_opset") {
@@ -128,10 +132,20 @@ std::vector<Param> params() {
 class E2E : public ::testing::TestWithParam<Param> {};
 
 // Converts (or checks the expected failure); returns the saved model path or "" when done.
-std::string convert_fixture(const Param& p, const Spec& spec) {
+// The fixture's options at an opset; with `data`, shape learning runs on the saved inputs.
+ConvertOptions options_for(const Param& p, const Spec& spec) {
   std::string dir = fixture_dir() + "/" + p.name;
   ConvertOptions o = spec.opts;
   o.opset = p.opset;
+  if (spec.data)
+    for (size_t k = 0; k < o.inputs.size(); ++k)
+      o.data[o.inputs[k].name] = read_npy(dir + "/input_" + std::to_string(k) + ".npy");
+  return o;
+}
+
+std::string convert_fixture(const Param& p, const Spec& spec) {
+  std::string dir = fixture_dir() + "/" + p.name;
+  ConvertOptions o = options_for(p, spec);
   if (spec.expect_exit) {
     try {
       convert_torchscript(dir + "/model.pt", o);
@@ -143,6 +157,11 @@ std::string convert_fixture(const Param& p, const Spec& spec) {
     return {};
   }
   ConvertResult r = convert_torchscript(dir + "/model.pt", o);
+  // As `torch2onnx convert` does: the optimizer runs, proven on the runtime.
+  std::map<std::string, Dims> sizes;
+  for (const auto& in : o.inputs) sizes[in.name] = in.dims;
+  OptimizeReport opt = optimize_converted(r.model, sizes, o.data, {});
+  EXPECT_TRUE(opt.rollbacks.empty()) << p.name << ": " << opt.rollbacks.front().message;
   check_model(r.model);
   fs::path out = scratch_dir() / (p.name + "_" + std::to_string(p.opset) + ".onnx");
   save_model(r.model, out.string());
@@ -159,9 +178,7 @@ TEST_P(E2E, Converts) {
     std::string want = "\n  " + spec.min_opset_op + " at " + spec.min_opset_source + ": ";
     std::string need = " needs opset >= " + std::to_string(spec.min_opset);
     try {
-      ConvertOptions o = spec.opts;
-      o.opset = p.opset;
-      convert_torchscript(fixture_dir() + "/" + p.name + "/model.pt", o);
+      convert_torchscript(fixture_dir() + "/" + p.name + "/model.pt", options_for(p, spec));
       FAIL() << "converted at opset " << p.opset << " though the fixture needs " << spec.min_opset;
     } catch (const Error& e) {
       std::string msg = e.what();
@@ -208,18 +225,24 @@ TEST_P(E2E, MatchesOnnxRuntime) {
   } catch (const Error& e) {
     FAIL() << "exit " << e.exit_code() << ": " << e.what();
   }
-  fs::path out_dir = scratch_dir() / ("ort_" + p.name + "_" + std::to_string(p.opset));
-  fs::remove_all(out_dir);
-  std::string cmd = "node '" + std::string(T2O_ORT_RUN) + "' '" + path + "' '" + dir + "' '" + out_dir.string() + "'";
-  int rc = std::system(cmd.c_str());
-  ASSERT_EQ(rc, 0) << cmd;
-  for (int k = 0; fs::exists(dir + "/output_" + std::to_string(k) + ".npy"); ++k) {
-    std::string f = "/output_" + std::to_string(k) + ".npy";
-    ASSERT_TRUE(fs::exists(out_dir.string() + f)) << "ONNX Runtime gave fewer outputs than PyTorch";
-    expect_close(read_npy(dir + f), read_npy(out_dir.string() + f), spec.rtol, spec.atol, "output " + std::to_string(k));
+  // The inputs the model was converted with, then (for dynamic fixtures) inputs at other sizes.
+  for (const std::string& in_dir : {dir, dir + "/alt"}) {
+    if (!fs::exists(in_dir + "/input_0.npy")) continue;
+    std::string tag = in_dir == dir ? "" : " (alt sizes)";
+    fs::path out_dir = scratch_dir() / ("ort_" + p.name + "_" + std::to_string(p.opset));
+    fs::remove_all(out_dir);
+    std::string cmd = "node '" + std::string(T2O_ORT_RUN) + "' '" + path + "' '" + in_dir + "' '" + out_dir.string() + "'";
+    int rc = std::system(cmd.c_str());
+    ASSERT_EQ(rc, 0) << cmd;
+    for (int k = 0; fs::exists(in_dir + "/output_" + std::to_string(k) + ".npy"); ++k) {
+      std::string f = "/output_" + std::to_string(k) + ".npy";
+      ASSERT_TRUE(fs::exists(out_dir.string() + f)) << "ONNX Runtime gave fewer outputs than PyTorch" << tag;
+      expect_close(read_npy(in_dir + f), read_npy(out_dir.string() + f), spec.rtol, spec.atol,
+                   "output " + std::to_string(k) + tag);
+    }
+    fs::remove_all(out_dir);
   }
   fs::remove(path);
-  fs::remove_all(out_dir);
 }
 
 // After inlining, a node's own range is torch's conv.py; doc_strings must name the user's file.
@@ -259,6 +282,30 @@ TEST(E2ESource, DynamicOutputDimsTakeInputLabels) {
   const auto& h = r.model.graph.outputs[1].type.shape;  // [layers*dirs, batch, hidden]
   ASSERT_TRUE(h && h->dims.size() == 3);
   EXPECT_EQ(h->dims[1].symbol, "batch");
+}
+
+std::vector<std::string> output_names(const std::string& fixture) {
+  std::string dir = fixture_dir() + "/" + fixture;
+  ConvertResult r = convert_torchscript(dir + "/model.pt", read_spec(dir).opts);
+  std::vector<std::string> names;
+  for (const auto& o : r.model.graph.outputs) names.push_back(o.name);
+  return names;
+}
+
+// Dict values are outputs named by their string keys, when each key names one output.
+TEST(E2ESource, DictOutputsTakeTheirKeys) {
+  for (const char* f : {"dict_seg_out", "dict_detections", "dict_two_images", "dict_int_keys"})
+    if (!fs::exists(fixture_dir() + "/" + f + "/model.pt")) GTEST_SKIP() << "no " << f << " fixture";
+  using V = std::vector<std::string>;
+  EXPECT_EQ(output_names("dict_seg_out"), (V{"out", "aux"}));
+  EXPECT_EQ(output_names("dict_detections"), (V{"scores", "labels"}));
+  EXPECT_EQ(output_names("dict_two_images"), (V{"output.0", "output.1", "output.2", "output.3"}));
+  EXPECT_EQ(output_names("dict_int_keys"), (V{"output.0", "output.1", "output.2"}));
+  std::string dir = fixture_dir() + "/dict_seg_out";
+  ConvertResult r = convert_torchscript(dir + "/model.pt", read_spec(dir).opts);
+  const auto& s = r.model.graph.outputs[0].type.shape;  // [batch, 4, h, w]; h and w are both 16
+  ASSERT_TRUE(s && s->dims.size() == 4);
+  EXPECT_EQ(s->dims[0].symbol, "batch");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, E2E, ::testing::ValuesIn(params()),
