@@ -6,8 +6,8 @@
 #      UndefinedBehaviorSanitizer (a build without libtorch), so malformed files are shown not to
 #      crash or corrupt memory; the fuzz regression inputs are replayed there too;
 #   3. one Session run from 8 threads at once (runtime_threads_test) under ThreadSanitizer;
-#   4. each libFuzzer harness without libtorch for T2O_FUZZ_SECONDS (default 150) in a clang build
-#      (tests/fuzz/run.sh).
+#   4. each libFuzzer harness without libtorch in a clang build (tests/fuzz/run.sh): 400000 executions
+#      (T2O_FUZZ_RUNS) from seed 1 (T2O_FUZZ_SEED), at most T2O_FUZZ_SECONDS (default 150) each.
 # Extra arguments go to the first ctest, e.g. scripts/test.sh -L unit; T2O_NO_SANITIZE=1 skips
 # steps 2 and 3, T2O_NO_FUZZ=1 (or T2O_FUZZ_SECONDS=0) step 4.
 set -euo pipefail
@@ -48,6 +48,8 @@ if [[ ${T2O_NO_SANITIZE:-0} != 1 ]]; then
 fi
 
 if [[ ${T2O_NO_FUZZ:-0} != 1 && ${T2O_FUZZ_SECONDS:-150} != 0 ]]; then
-  "$ROOT/tests/fuzz/run.sh" "${T2O_FUZZ_SECONDS:-150}" || status=$?
+  # A fixed seed and execution bound: the same commit fuzzes the same inputs here and in CI.
+  T2O_FUZZ_SEED="${T2O_FUZZ_SEED:-1}" T2O_FUZZ_RUNS="${T2O_FUZZ_RUNS:-400000}" \
+    "$ROOT/tests/fuzz/run.sh" "${T2O_FUZZ_SECONDS:-150}" || status=$?
 fi
 exit $status

@@ -5,6 +5,8 @@
 #   T2O_FUZZ_DIR=DIR      build folder (default build-fuzz next to the source tree)
 #   T2O_FUZZ_CORPUS=DIR   corpora (default DIR/corpus; kept between runs so campaigns accumulate)
 #   T2O_FUZZ_TORCH=1      also build fuzz_torch (libtorch; a much longer build)
+#   T2O_FUZZ_SEED=N       libFuzzer's seed (default: a new one each run)
+#   T2O_FUZZ_RUNS=N       stop each harness after N executions (the time limit still applies)
 # A crash, sanitizer report, timeout (>10 s) or RSS over 2 GB fails the run (leaks show as RSS growth;
 # LeakSanitizer is off because of libraries' one-time allocations); libFuzzer leaves the input as
 # crash-*/timeout-*/oom-* in the build folder: minimise it, add it to tests/fuzz/regressions/HARNESS/.
@@ -27,6 +29,11 @@ if [[ ! -f $DIR/build.ninja ]]; then
 fi
 cmake --build "$DIR" -j "$(nproc)" --target "${HARNESSES[@]}" >&2
 "$ROOT/tests/fuzz/seed_corpus.sh" "$CORPUS" $([[ $TORCH == ON ]] && echo fuzz_torch)
+# A seed (and a bound on executions) makes a run repeatable: the same commit fuzzes the same inputs, so
+# a clean run here is a clean run in CI; on a slower machine the time limit cuts the same sequence short.
+bound=()
+[[ -n ${T2O_FUZZ_SEED:-} ]] && bound+=("-seed=$T2O_FUZZ_SEED")
+[[ -n ${T2O_FUZZ_RUNS:-} ]] && bound+=("-runs=$T2O_FUZZ_RUNS")
 status=0
 passed=0
 failed=0
@@ -38,8 +45,8 @@ for h in "${HARNESSES[@]}"; do
   [[ -d $ROOT/tests/fuzz/regressions/$h ]] && extra+=("$ROOT/tests/fuzz/regressions/$h")
   (cd "$DIR/artifacts/$h" && ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$DIR/tests/fuzz/$h" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-      -max_len=1048576 -workers=1 -jobs=1 -print_final_stats=1 "$CORPUS/$h" "${extra[@]}" 2>&1 | tail -n 25) &&
+    "$DIR/tests/fuzz/$h" -max_total_time="$SECONDS_EACH" "${bound[@]}" -timeout=10 -rss_limit_mb=2048 \
+      -malloc_limit_mb=2048 -max_len=1048576 -print_final_stats=1 "$CORPUS/$h" "${extra[@]}" 2>&1 | tail -n 25) &&
     passed=$((passed + 1)) || { failed=$((failed + 1)); status=1; }
 done
 echo "fuzz: $passed passed, $failed failed"

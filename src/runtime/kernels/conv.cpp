@@ -85,7 +85,8 @@ void check_bias(const KernelContext& ctx, const Tensor* b, int64_t m) {
 // A plausible input for prepacking at build time, when only the weight's shape is known.
 Geom probe_geom(const Node& node, const WindowAttrs& a, const Dims& k) {
   Dims in(k.size());
-  Dims dil = a.dilations.empty() ? Dims(k.size(), 1) : a.dilations;
+  // A dilations list of the wrong length is forward_geom's to report.
+  Dims dil = a.dilations.size() == k.size() ? a.dilations : Dims(k.size(), 1);
   for (size_t i = 0; i < k.size(); ++i) in[i] = std::max<int64_t>(32, (k[i] - 1) * dil[i] + 1);
   return kern::forward_geom(node, a, in, k);
 }

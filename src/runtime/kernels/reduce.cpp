@@ -33,6 +33,26 @@ bool is_nan(A v) {
   else return false;
 }
 
+// Integer accumulation wraps around (two's complement) instead of overflowing, which is undefined.
+template <typename A>
+A wrap_add(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename A>
+A wrap_mul(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
 template <typename T>
 void reduce_ref(RedOp op, const Tensor& x, Tensor& y, const Dims& kept_dims) {
   using Acc = AccOf<T>;
@@ -71,15 +91,20 @@ void reduce_ref(RedOp op, const Tensor& x, Tensor& y, const Dims& kept_dims) {
     Acc& a = acc[static_cast<size_t>(o[0])];
     Acc v = static_cast<Acc>(static_cast<std::conditional_t<fl, double, Acc>>(xp[i]));
     switch (op) {
-      case RedOp::Sum: case RedOp::Mean: case RedOp::LogSum: a += v; break;
+      case RedOp::Sum: case RedOp::Mean: case RedOp::LogSum: a = wrap_add(a, v); break;
       case RedOp::Max: if (v > a || is_nan(v)) a = v; break;
       case RedOp::Min: if (v < a || is_nan(v)) a = v; break;
-      case RedOp::Prod: a *= v; break;
-      case RedOp::L1: a += v < Acc(0) ? Acc(0) - v : v; break;
-      case RedOp::L2: case RedOp::SumSquare: a += v * v; break;
+      case RedOp::Prod: a = wrap_mul(a, v); break;
+      case RedOp::L1: a = wrap_add(a, v < Acc(0) ? wrap_mul(v, Acc(0) - Acc(1)) : v); break;
+      case RedOp::L2: case RedOp::SumSquare: a = wrap_add(a, wrap_mul(v, v)); break;
       case RedOp::LogSumExp: a += static_cast<Acc>(std::exp(static_cast<double>(v) - mx[static_cast<size_t>(o[0])])); break;
     }
   });
+  // sqrt/log of an integer sum can be NaN or out of T's range: saturate rather than cast.
+  auto from_double = [](double v) -> T {
+    if constexpr (std::is_integral_v<T>) return saturate_cast<T>(v);
+    else return static_cast<T>(v);
+  };
   for (int64_t i = 0; i < n_out; ++i) {
     Acc a = acc[static_cast<size_t>(i)];
     double d = static_cast<double>(a);
@@ -88,9 +113,9 @@ void reduce_ref(RedOp op, const Tensor& x, Tensor& y, const Dims& kept_dims) {
         if constexpr (fl) yp[i] = static_cast<T>(d / static_cast<double>(per));
         else yp[i] = per ? static_cast<T>(a / static_cast<Acc>(per)) : T(0);
         break;
-      case RedOp::L2: yp[i] = static_cast<T>(std::sqrt(d)); break;
-      case RedOp::LogSum: yp[i] = static_cast<T>(std::log(d)); break;
-      case RedOp::LogSumExp: yp[i] = static_cast<T>(std::log(d) + mx[static_cast<size_t>(i)]); break;
+      case RedOp::L2: yp[i] = from_double(std::sqrt(d)); break;
+      case RedOp::LogSum: yp[i] = from_double(std::log(d)); break;
+      case RedOp::LogSumExp: yp[i] = from_double(std::log(d) + mx[static_cast<size_t>(i)]); break;
       default:
         if constexpr (fl) yp[i] = static_cast<T>(d);
         else yp[i] = static_cast<T>(a);
