@@ -11,16 +11,6 @@ using namespace t2o;
 
 namespace {
 
-Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out, std::vector<Attribute> attrs = {}) {
-  Node n;
-  n.op_type = std::move(op);
-  n.name = n.op_type + "_" + out[0];
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.attributes = std::move(attrs);
-  return n;
-}
-
 // x f32[batch,4] -> h = Relu(Gemm(x, W, B)) -> y = h * 2 (f32[batch,3]); also
 // `same` = Identity(x), an output computed without allocating.
 Model mlp() {
@@ -32,10 +22,10 @@ Model mlp() {
   g.initializers.push_back({"W", test::random_normal(rng, {4, 3}), ""});
   g.initializers.push_back({"B", test::random_normal(rng, {3}), ""});
   g.initializers.push_back({"two", Tensor::scalar<float>(2.0f), ""});
-  g.nodes.push_back(node("Gemm", {"x", "W", "B"}, {"g"}));
-  g.nodes.push_back(node("Relu", {"g"}, {"h"}));
-  g.nodes.push_back(node("Mul", {"h", "two"}, {"y"}));
-  g.nodes.push_back(node("Identity", {"x"}, {"same"}));
+  g.nodes.push_back(test::make_node("Gemm", {"x", "W", "B"}, {"g"}));
+  g.nodes.push_back(test::make_node("Relu", {"g"}, {"h"}));
+  g.nodes.push_back(test::make_node("Mul", {"h", "two"}, {"y"}));
+  g.nodes.push_back(test::make_node("Identity", {"x"}, {"same"}));
   g.outputs.push_back({"y", Type::tensor(DType::Float, Shape{{Dim::named("batch"), Dim::fixed(3)}}), ""});
   g.outputs.push_back({"same", Type::tensor(DType::Float, Shape{{Dim::named("batch"), Dim::fixed(4)}}), ""});
   return m;

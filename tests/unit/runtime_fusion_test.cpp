@@ -19,16 +19,6 @@ using namespace t2o::test;
 
 namespace {
 
-Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out, std::vector<Attribute> attrs = {}) {
-  Node n;
-  n.op_type = std::move(op);
-  n.name = n.op_type + "_" + out[0];
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.attributes = std::move(attrs);
-  return n;
-}
-
 // A conv model: x -> Conv -> `tail` nodes. The conv output is "c"; inputs "x" and "r" (residual).
 struct Builder {
   Model m;
@@ -95,43 +85,43 @@ constexpr Tail kTails[] = {Tail::Relu, Tail::Leaky, Tail::Clip, Tail::ClipAttr, 
 
 void add_tail(Builder& b, Tail t) {
   switch (t) {
-    case Tail::Relu: b.add(node("Relu", {"c"}, {"out"})); break;
-    case Tail::Leaky: b.add(node("LeakyRelu", {"c"}, {"out"}, {Attribute::make_float("alpha", 0.2f)})); break;
+    case Tail::Relu: b.add(test::make_node("Relu", {"c"}, {"out"})); break;
+    case Tail::Leaky: b.add(test::make_node("LeakyRelu", {"c"}, {"out"}, {Attribute::make_float("alpha", 0.2f)})); break;
     case Tail::Clip:
       b.init("lo", Tensor::scalar<float>(0.0f));
       b.init("hi", Tensor::scalar<float>(0.5f));
-      b.add(node("Clip", {"c", "lo", "hi"}, {"out"}));
+      b.add(test::make_node("Clip", {"c", "lo", "hi"}, {"out"}));
       break;
     case Tail::ClipAttr:
       b.m.opset_import = {{"", 6}};
-      b.add(node("Clip", {"c"}, {"out"}, {Attribute::make_float("min", -0.3f), Attribute::make_float("max", 0.4f)}));
+      b.add(test::make_node("Clip", {"c"}, {"out"}, {Attribute::make_float("min", -0.3f), Attribute::make_float("max", 0.4f)}));
       break;
     case Tail::Swish:
-      b.add(node("Sigmoid", {"c"}, {"s"}));
-      b.add(node("Mul", {"c", "s"}, {"out"}));
+      b.add(test::make_node("Sigmoid", {"c"}, {"s"}));
+      b.add(test::make_node("Mul", {"c", "s"}, {"out"}));
       break;
     case Tail::SwishSwapped:
-      b.add(node("Sigmoid", {"c"}, {"s"}));
-      b.add(node("Mul", {"s", "c"}, {"out"}));
+      b.add(test::make_node("Sigmoid", {"c"}, {"s"}));
+      b.add(test::make_node("Mul", {"s", "c"}, {"out"}));
       break;
     case Tail::HardSwish:
       b.m.opset_import = {{"", 14}};
-      b.add(node("HardSwish", {"c"}, {"out"}));
+      b.add(test::make_node("HardSwish", {"c"}, {"out"}));
       break;
     case Tail::AddRelu:
-      b.add(node("Add", {"c", "r"}, {"a"}));
-      b.add(node("Relu", {"a"}, {"out"}));
+      b.add(test::make_node("Add", {"c", "r"}, {"a"}));
+      b.add(test::make_node("Relu", {"a"}, {"out"}));
       break;
-    case Tail::AddFirst: b.add(node("Add", {"r", "c"}, {"out"})); break;
+    case Tail::AddFirst: b.add(test::make_node("Add", {"r", "c"}, {"out"})); break;
     case Tail::AddClip:
       b.init("lo", Tensor::scalar<float>(0.0f));
       b.init("hi", Tensor::scalar<float>(6.0f));
-      b.add(node("Add", {"c", "r"}, {"a"}));
-      b.add(node("Clip", {"a", "lo", "hi"}, {"out"}));
+      b.add(test::make_node("Add", {"c", "r"}, {"a"}));
+      b.add(test::make_node("Clip", {"a", "lo", "hi"}, {"out"}));
       break;
     case Tail::ReluAdd:
-      b.add(node("Relu", {"c"}, {"a"}));
-      b.add(node("Add", {"a", "r"}, {"out"}));
+      b.add(test::make_node("Relu", {"c"}, {"a"}));
+      b.add(test::make_node("Add", {"a", "r"}, {"out"}));
       break;
   }
 }
@@ -156,7 +146,7 @@ TEST(RuntimeFusion, FusedMatchesReferenceOnRandomShapes) {
       b.input("r", rd);
       feeds["r"] = random_uniform(g, rd);
     }
-    b.add(node("Conv", bias ? std::vector<std::string>{"x", "w", "b"} : std::vector<std::string>{"x", "w"}, {"c"}, c.attrs));
+    b.add(test::make_node("Conv", bias ? std::vector<std::string>{"x", "w", "b"} : std::vector<std::string>{"x", "w"}, {"c"}, c.attrs));
     add_tail(b, tail);
     b.output("out");
     std::string what = "iter " + std::to_string(iter) + " x " + dims_to_string(c.x) + " w " + dims_to_string(c.w);
@@ -181,11 +171,11 @@ TEST(RuntimeFusion, SharedOrOutputIntermediatesStay) {
     Builder b;
     b.input("x", c.x);
     b.init("w", random_uniform(g, c.w));
-    b.add(node("Conv", {"x", "w"}, {"c"}, c.attrs));
-    b.add(node("Relu", {"c"}, {"out"}));
+    b.add(test::make_node("Conv", {"x", "w"}, {"c"}, c.attrs));
+    b.add(test::make_node("Relu", {"c"}, {"out"}));
     b.output("out");
     if (variant == 0) b.output("c");  // a graph output is never fused away
-    else b.add(node("Neg", {"c"}, {"n"})), b.output("n");  // nor a value with another reader
+    else b.add(test::make_node("Neg", {"c"}, {"n"})), b.output("n");  // nor a value with another reader
     auto want = run(b.m, false, feeds, 1);
     auto got = run(b.m, true, feeds, 1);
     if (variant == 1) got["c"] = Session(b.m).run_all(feeds).at("c");
@@ -205,11 +195,11 @@ TEST(RuntimeFusion, ChainsOfFusedConvs) {
   b.init("w1", random_uniform(g, {16, 16, 3, 3}));
   b.init("w2", random_uniform(g, {16, 16, 3, 3}));
   b.init("b2", random_uniform(g, {16}));
-  b.add(node("Conv", {"x", "w1"}, {"c1"}, {pads}));
-  b.add(node("Relu", {"c1"}, {"r1"}));
-  b.add(node("Conv", {"r1", "w2", "b2"}, {"c2"}, {pads}));
-  b.add(node("Add", {"c2", "r1"}, {"a"}));
-  b.add(node("Relu", {"a"}, {"out"}));
+  b.add(test::make_node("Conv", {"x", "w1"}, {"c1"}, {pads}));
+  b.add(test::make_node("Relu", {"c1"}, {"r1"}));
+  b.add(test::make_node("Conv", {"r1", "w2", "b2"}, {"c2"}, {pads}));
+  b.add(test::make_node("Add", {"c2", "r1"}, {"a"}));
+  b.add(test::make_node("Relu", {"a"}, {"out"}));
   b.output("out");
   std::map<std::string, RValue> feeds{{"x", random_uniform(g, {1, 16, 10, 10})}};
   auto want = run(b.m, false, feeds, 1);
@@ -245,13 +235,13 @@ TEST(RuntimeFusion, ResidualThatDiesIsOverwrittenInPlace) {
     b.init("w0", random_uniform(g, {c, 3, 3, 3}));
     b.init("w1", random_uniform(g, {c, c, 3, 3}));
     b.init("w2", random_uniform(g, {c, c, 1, 1}));
-    b.add(node("Conv", {"x", "w0"}, {"c0"}, {pads}));
-    b.add(node("Relu", {"c0"}, {"h"}));
-    b.add(node("Conv", {"h", "w1"}, {"c1"}, {pads}));
-    b.add(node("Relu", {"c1"}, {"r1"}));
-    b.add(node("Conv", {"r1", "w2"}, {"c2"}));
-    b.add(node("Add", {"h", "c2"}, {"a"}));
-    b.add(node("Relu", {"a"}, {"out"}));
+    b.add(test::make_node("Conv", {"x", "w0"}, {"c0"}, {pads}));
+    b.add(test::make_node("Relu", {"c0"}, {"h"}));
+    b.add(test::make_node("Conv", {"h", "w1"}, {"c1"}, {pads}));
+    b.add(test::make_node("Relu", {"c1"}, {"r1"}));
+    b.add(test::make_node("Conv", {"r1", "w2"}, {"c2"}));
+    b.add(test::make_node("Add", {"h", "c2"}, {"a"}));
+    b.add(test::make_node("Relu", {"a"}, {"out"}));
     b.output("out");
     std::map<std::string, RValue> feeds{{"x", random_uniform(g, {1, 3, 9, 9})}};
     auto want = run(b.m, false, feeds, 1);
@@ -275,12 +265,12 @@ TEST(RuntimeFusion, BlockedChainsMatchReference) {
     b.init("wa", random_uniform(g, a.w));
     b.init("wb", random_uniform(g, wb));
     b.init("bb", random_uniform(g, {m}));
-    b.add(node("Conv", {"x", "wa"}, {"ca"}, a.attrs));
-    b.add(node("Relu", {"ca"}, {"m"}));
-    b.add(node("Conv", {"m", "wb", "bb"}, {"cb"},
+    b.add(test::make_node("Conv", {"x", "wa"}, {"ca"}, a.attrs));
+    b.add(test::make_node("Relu", {"ca"}, {"m"}));
+    b.add(test::make_node("Conv", {"m", "wb", "bb"}, {"cb"},
                {Attribute::make_int("group", depthwise ? m : 1), Attribute::make_ints("pads", {k / 2, k / 2, k / 2, k / 2})}));
-    b.add(node("Add", {"cb", "m"}, {"s"}));
-    b.add(node("Relu", {"s"}, {"out"}));
+    b.add(test::make_node("Add", {"cb", "m"}, {"s"}));
+    b.add(test::make_node("Relu", {"s"}, {"out"}));
     b.output("out");
     bool m_out = iter % 4 == 1;
     if (m_out) b.output("m");

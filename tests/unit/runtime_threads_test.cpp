@@ -17,16 +17,6 @@ using namespace t2o;
 
 namespace {
 
-Node node(std::string op, std::vector<std::string> in, std::vector<std::string> out, std::vector<Attribute> attrs = {}) {
-  Node n;
-  n.op_type = std::move(op);
-  n.name = n.op_type + "_" + out[0];
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.attributes = std::move(attrs);
-  return n;
-}
-
 // x f32[batch,3,8,8], w f32[6,4,3,3] (a run-time conv weight) ->
 //   c1 = Relu(Conv(x, W1, B1)); c2 = Conv(c1, W2) + c1 (fused sum); p = MaxPool(c2);
 //   c3 = Conv(p, w); g = Flatten(GlobalAveragePool(c3));
@@ -46,17 +36,17 @@ Model shared_state_model() {
   init("B3", {5});
   init("W4", {6, 4});
   Attribute pads = Attribute::make_ints("pads", {1, 1, 1, 1});
-  g.nodes.push_back(node("Conv", {"x", "W1", "B1"}, {"a1"}, {pads}));
-  g.nodes.push_back(node("Relu", {"a1"}, {"c1"}));
-  g.nodes.push_back(node("Conv", {"c1", "W2"}, {"a2"}, {pads}));
-  g.nodes.push_back(node("Add", {"a2", "c1"}, {"c2"}));
-  g.nodes.push_back(node("MaxPool", {"c2"}, {"p"}, {Attribute::make_ints("kernel_shape", {2, 2}), Attribute::make_ints("strides", {2, 2})}));
-  g.nodes.push_back(node("Conv", {"p", "w"}, {"c3"}));
-  g.nodes.push_back(node("GlobalAveragePool", {"c3"}, {"gp"}));
-  g.nodes.push_back(node("Flatten", {"gp"}, {"f"}));
-  g.nodes.push_back(node("Gemm", {"f", "W3", "B3"}, {"l"}, {Attribute::make_int("transB", 1)}));
-  g.nodes.push_back(node("Softmax", {"l"}, {"y"}));
-  g.nodes.push_back(node("MatMul", {"f", "W4"}, {"z"}));
+  g.nodes.push_back(test::make_node("Conv", {"x", "W1", "B1"}, {"a1"}, {pads}));
+  g.nodes.push_back(test::make_node("Relu", {"a1"}, {"c1"}));
+  g.nodes.push_back(test::make_node("Conv", {"c1", "W2"}, {"a2"}, {pads}));
+  g.nodes.push_back(test::make_node("Add", {"a2", "c1"}, {"c2"}));
+  g.nodes.push_back(test::make_node("MaxPool", {"c2"}, {"p"}, {Attribute::make_ints("kernel_shape", {2, 2}), Attribute::make_ints("strides", {2, 2})}));
+  g.nodes.push_back(test::make_node("Conv", {"p", "w"}, {"c3"}));
+  g.nodes.push_back(test::make_node("GlobalAveragePool", {"c3"}, {"gp"}));
+  g.nodes.push_back(test::make_node("Flatten", {"gp"}, {"f"}));
+  g.nodes.push_back(test::make_node("Gemm", {"f", "W3", "B3"}, {"l"}, {Attribute::make_int("transB", 1)}));
+  g.nodes.push_back(test::make_node("Softmax", {"l"}, {"y"}));
+  g.nodes.push_back(test::make_node("MatMul", {"f", "W4"}, {"z"}));
   g.outputs.push_back({"y", Type::tensor(DType::Float, Shape{{Dim::named("batch"), Dim::fixed(5)}}), ""});
   g.outputs.push_back({"z", Type::tensor(DType::Float, Shape{{Dim::named("batch"), Dim::fixed(4)}}), ""});
   return m;

@@ -24,6 +24,18 @@ struct In {
   bool initializer = false;
 };
 
+// One node named after its op and first output.
+inline Node make_node(std::string op, std::vector<std::string> in, std::vector<std::string> out,
+                      std::vector<Attribute> attrs = {}) {
+  Node n;
+  n.op_type = std::move(op);
+  n.name = n.op_type + "_" + out[0];
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attributes = std::move(attrs);
+  return n;
+}
+
 // A model of one node whose inputs are graph inputs or initializers; outputs are "y0", "y1", ...
 inline Model one_node(const std::string& op, const std::vector<In>& ins, std::vector<Attribute> attrs = {},
                       int outputs = 1, int64_t opset = 17) {
