@@ -42,6 +42,10 @@ struct TV {
   // `name` holds the ONNX graph it was built in, the only one where changing it is a plain update.
   bool dict = false;
   std::vector<c10::IValue> keys;
+  // An element of a list built from another list (`[rc_mask, query_mask]`): TorchScript lists are
+  // shared, so appends to that list after the outer one was built show through it. Readers of the
+  // outer list's items take the aliased value's current state (items_of / list_index).
+  const TValue* alias = nullptr;
 
   static TV constant(c10::IValue v) {
     TV t;

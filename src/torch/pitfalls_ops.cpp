@@ -41,7 +41,7 @@ void register_pitfall_ops(OpTable& t) {
   for (const char* op : {"aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d"})
     wrap(t, op, [](Converter in) { return resize_from_computed_sizes(in, "nearest", "asymmetric", "floor", -1); });
   for (const char* op : {"aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d"})
-    wrap(t, op, [](Converter in) { return resize_from_computed_sizes(in, "linear", "pytorch_half_pixel", "", 2); });
+    wrap(t, op, [](Converter in) { return resize_from_computed_sizes(in, "linear", "half_pixel", "", 2); });
   // A CPU trace of LSTMCell records unsafe_chunk/unsafe_split: same results as chunk/split.
   for (const char* op : {"chunk", "split", "split_with_sizes"}) {
     std::string safe = std::string("aten::") + op, unsafe = std::string("aten::unsafe_") + op;

@@ -171,6 +171,35 @@ class BilinearUnbatched(nn.Module):
                 F.max_pool2d(w, 2, return_indices=True)[1])
 
 
+class ResizeToOne(nn.Module):
+    """Linear and cubic resizes to a length of 1 without align_corners: torch samples the middle of the
+    input there (Mask R-CNN pastes the mask of a box narrower than a pixel this way), where ONNX's
+    pytorch_half_pixel would sample index 0. The traced form takes the sizes from a tensor."""
+    def forward(self, x, hw):
+        a = F.interpolate(x, size=(1, 5), mode="bilinear", align_corners=False)
+        b = F.interpolate(x, size=(6, 1), mode="bicubic", align_corners=False)
+        c = F.interpolate(x, size=(1, 1), mode="bilinear", align_corners=True)
+        d = F.interpolate(x.flatten(2), size=1, mode="linear", align_corners=False)
+        e = F.interpolate(x, size=(int(hw[0]), int(hw[1])), mode="bilinear", align_corners=False)
+        return a, b, c, d, e
+
+
+class ListAliases(nn.Module):
+    """Lists put into another list before a loop appends to them (torchaudio's Emformer builds its
+    attention mask so): TorchScript lists are shared, the outer list sees the appends. And torch.cat
+    skipping an empty 1-D tensor, as Emformer's summary is without memory."""
+    def forward(self, x):
+        firsts: List[torch.Tensor] = []
+        seconds: List[torch.Tensor] = []
+        both = [firsts, seconds]
+        for i in range(x.size(0)):
+            firsts.append(x[i] * 2)
+            seconds.append(x[i] + float(i))
+        summary = torch.empty(0).to(dtype=x.dtype)
+        joined = torch.cat([torch.cat(part) for part in both])
+        return torch.cat([joined, summary]), len(both[0])
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -214,4 +243,10 @@ def fixtures():
             model=InterpolateBuiltin(), inputs=[r(1, 2, 4, 4), r(9, 7)], dynamic=["x:0=n,2=h,3=w", "y:0=a,1=b"],
             alt_inputs=[r(2, 2, 5, 3), r(4, 11)], tol=(1e-4, 1e-5),
             min_opset=(11, "aten::__interpolate", "x, None, 2.0", _nearest2x)),
+        "br_resize_to_one_script": lambda: dict(model=ResizeToOne(), inputs=[r(1, 2, 5, 7), torch.tensor([1, 3])],
+                                                data=True, tol=(1e-4, 1e-5)),
+        "br_resize_to_one_trace": lambda: dict(model=ResizeToOne(), inputs=[r(1, 2, 5, 7), torch.tensor([4, 1])],
+                                               mode="trace", data=True, tol=(1e-4, 1e-5)),
+        "br_list_aliases": lambda: dict(model=ListAliases(), inputs=[r(3, 4)], dynamic=["x:0=n"], alt_inputs=[r(5, 4)],
+                                        min_opset=(13, "prim::Loop", "for i in range(x.size(0)):", ListAliases)),
     }

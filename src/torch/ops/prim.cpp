@@ -13,13 +13,28 @@ void identity(Ctx& c, const TNode* n) {
 
 void list_construct(Ctx& c, const TNode* n) {
   std::vector<TV> items;
-  for (size_t i = 0; i < n->inputs().size(); ++i) items.push_back(c.in(n, i));
+  for (size_t i = 0; i < n->inputs().size(); ++i) {
+    items.push_back(c.in(n, i));
+    if (n->input(i)->type()->kind() == c10::TypeKind::ListType) items.back().alias = n->input(i);
+  }
   c.set(n->output(), TV::list(items));
+}
+
+// The current state of a list element that aliases a list value (TV::alias).
+TV current(Ctx& c, const TV& item) {
+  if (!item.alias) return item;
+  TV v = c.get(item.alias);
+  if (!v.alias) v.alias = item.alias;
+  return v;
 }
 
 std::vector<TV> items_of(Ctx& c, const TNode* n, size_t i) {
   const TV& v = c.in(n, i);
-  if (v.kind == TV::Kind::List) return v.items;
+  if (v.kind == TV::Kind::List) {
+    std::vector<TV> r;
+    for (const TV& e : v.items) r.push_back(current(c, e));
+    return r;
+  }
   if (v.is_const() && (v.c.isList() || v.c.isTuple())) {
     std::vector<TV> r;
     if (v.c.isList())

@@ -274,9 +274,12 @@ void nearest(Ctx& c, const TNode* n) { emit_resize(c, n, {"nearest", "asymmetric
 void nearest_exact(Ctx& c, const TNode* n) { emit_resize(c, n, {"nearest", "tf_half_pixel_for_nn", "floor"}); }
 
 // aten::upsample_{linear1d,bilinear2d,trilinear3d,bicubic2d}(x, output_size, align_corners, ...)
+// Without align_corners torch samples at (o + 0.5) * in / out - 0.5 for every output length, 1
+// included: that is ONNX's half_pixel. pytorch_half_pixel samples a length-1 output at 0 instead
+// (Mask R-CNN pastes masks of boxes narrower than a pixel as resizes to width 1).
 void linear(Ctx& c, const TNode* n, const std::string& mode) {
   bool align = c.flag(n, 2);
-  emit_resize(c, n, {mode, align ? "align_corners" : "pytorch_half_pixel", ""});
+  emit_resize(c, n, {mode, align ? "align_corners" : "half_pixel", ""});
 }
 void bilinear(Ctx& c, const TNode* n) { linear(c, n, "linear"); }
 void bicubic(Ctx& c, const TNode* n) { linear(c, n, "cubic"); }
@@ -291,8 +294,8 @@ void interpolate(Ctx& c, const TNode* n) {
   if (mode == "nearest") return nearest(c, n);
   if (mode == "nearest-exact") return nearest_exact(c, n);
   if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
-    return emit_resize(c, n, {"linear", align ? "align_corners" : "pytorch_half_pixel", ""});
-  if (mode == "bicubic") return emit_resize(c, n, {"cubic", align ? "align_corners" : "pytorch_half_pixel", ""});
+    return emit_resize(c, n, {"linear", align ? "align_corners" : "half_pixel", ""});
+  if (mode == "bicubic") return emit_resize(c, n, {"cubic", align ? "align_corners" : "half_pixel", ""});
   throw UnsupportedError("aten::__interpolate with mode '" + mode + "'");
 }
 

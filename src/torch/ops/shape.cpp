@@ -154,7 +154,9 @@ void cat(Ctx& c, const TNode* n) {
   std::vector<std::string> parts;
   for (const TV& e : tensor_list(c, n, 0)) {
     // torch.cat skips empty 1-D tensors (legacy behaviour).
-    if (e.rank_known && e.shape.size() == 1 && e.shape[0] == 0 && r != 1) continue;
+    bool empty_1d = e.is_const() && e.c.isTensor() ? e.c.toTensor().dim() == 1 && e.c.toTensor().size(0) == 0
+                                                   : e.rank_known && e.shape.size() == 1 && e.shape[0] == 0;
+    if (empty_1d && r != 1) continue;
     parts.push_back(c.tensor_as(e, t));
   }
   c.out(n, c.b.concat(parts, norm_axis(c.i(n, 1), r)));
