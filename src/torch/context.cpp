@@ -407,6 +407,20 @@ void Ctx::convert_node_impl(TNode* n) {
     const TV& x = get(v);
     return x.kind == TV::Kind::Tensor && (x.dtype == DType::Complex64 || x.dtype == DType::Complex128);
   });
+  // Nested tensors (held padded, TV::nested) go only to the ops that know them.
+  static const std::set<std::string> nested_ops{"aten::_transformer_encoder_layer_fwd", "aten::to_padded_tensor",
+                                                "prim::is_nested", "prim::ListConstruct", "prim::TupleConstruct",
+                                                "prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex",
+                                                "aten::__getitem__", "aten::__is__", "aten::__isnot__",
+                                                "prim::unchecked_cast", "aten::detach", "aten::dim", "prim::is_cuda",
+                                                "prim::device", "prim::dtype", "prim::requires_grad", "prim::is_mkldnn",
+                                                "prim::is_quantized", "prim::is_nested"};
+  bool nested_in = std::any_of(n->inputs().begin(), n->inputs().end(),
+                               [&](const TValue* v) { return !get(v).nested.empty(); });
+  if (nested_in && !nested_ops.count(kind)) {
+    unsupported[kind + " on a nested tensor"].push_back(source_of(n));
+    return poison();
+  }
   if (complex_in && !carriers.count(kind)) {
     tbl = &complex_op_table();
     bool inplace = kind.size() > 1 && kind.back() == '_' && tbl->count(kind.substr(0, kind.size() - 1));

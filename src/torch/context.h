@@ -46,6 +46,9 @@ struct TV {
   // shared, so appends to that list after the outer one was built show through it. Readers of the
   // outer list's items take the aliased value's current state (items_of / list_index).
   const TValue* alias = nullptr;
+  // A nested tensor (nn.TransformerEncoder's fast path with a padding mask) held padded, (B, T, ...)
+  // with zeros at the padding: `nested` names the (B, T) bool tensor of the valid positions.
+  std::string nested;
 
   static TV constant(c10::IValue v) {
     TV t;

@@ -151,16 +151,20 @@ at::Tensor random_input(const InputSpec& s, const Dims& dims) {
 // and a box that binds on the width hides the width until the height is the longer side).
 enum class Resize { PlusOne, Doubled, Skewed, SkewedBack };
 
+// Axes that share a label move together (x:1=batch with lengths:0=batch stay equal): which axes a
+// skewed run doubles follows the labels, every other one in order of first appearance.
 Dims alternate_dims(const InputSpec& s, const ConvertOptions& o, Resize how) {
+  std::map<std::string, size_t> label_index;
+  for (const DynamicSpec& ds : o.dynamic)
+    for (const auto& axis_label : ds.axes) label_index.emplace(axis_label.second, label_index.size());
   Dims d = s.dims;
   for (const DynamicSpec& ds : o.dynamic)
     if (ds.input == s.name) {
-      int k = 0;
       for (const auto& [axis, label] : ds.axes) {
         int a = axis < 0 ? axis + static_cast<int>(d.size()) : axis;
         if (a < 0 || a >= static_cast<int>(d.size())) continue;
         int64_t& v = d[static_cast<size_t>(a)];
-        bool odd = k++ % 2;
+        bool odd = label_index.at(label) % 2;
         if (how == Resize::Skewed || how == Resize::SkewedBack) v *= odd == (how == Resize::Skewed) ? 2 : 1;
         else v = how == Resize::Doubled || v == 1 ? 2 * v : v + 1;
       }
@@ -378,8 +382,10 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   if (!opts.dynamic.empty()) {
     std::optional<Error> failure;
     bool any = false;
-    bool several = std::any_of(opts.dynamic.begin(), opts.dynamic.end(),
-                               [](const DynamicSpec& ds) { return ds.axes.size() > 1; });
+    std::set<std::string> labels;
+    for (const DynamicSpec& ds : opts.dynamic)
+      for (const auto& axis_label : ds.axes) labels.insert(axis_label.second);
+    bool several = labels.size() > 1;
     for (Resize how : {Resize::PlusOne, Resize::Doubled, Resize::Skewed, Resize::SkewedBack}) {
       if ((how == Resize::Skewed || how == Resize::SkewedBack) && !several) continue;
       std::vector<FlatInput> flat2;
@@ -533,6 +539,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     taken.insert(name);
     std::optional<Shape> shape;
     if (v.kind == TV::Kind::Const && v.c.isTensor()) shape = Shape::of(v.c.toTensor().sizes().vec());
+    else if (v.kind == TV::Kind::Const && (v.c.isInt() || v.c.isDouble() || v.c.isBool())) shape = Shape{};
     else if (v.rank_known) {
       Shape s;
       for (size_t d = 0; d < v.shape.size(); ++d)

@@ -104,6 +104,14 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
 
   auto& g = p.graph;
   tj::Inline(*g);
+  std::vector<std::string> assigned = thread_module_state(*g, frozen._ivalue());
+  if (!assigned.empty()) {
+    std::string list;
+    for (size_t i = 0; i < assigned.size() && i < 8; ++i) list += (i ? ", " : "") + assigned[i];
+    if (assigned.size() > 8) list += ", ... (" + std::to_string(assigned.size()) + " in all)";
+    warn("forward() assigns module attributes (" + list + "); the ONNX model has no state: every call starts "
+         "from their saved values, as the first call of the PyTorch module does");
+  }
   resolve_module_attributes(*g, frozen._ivalue());
   if (!g->inputs().empty() && !g->inputs()[0]->hasUses()) g->eraseInput(0);
   if (!g->inputs().empty() && g->inputs()[0]->type()->cast<c10::ClassType>())

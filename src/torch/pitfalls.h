@@ -19,6 +19,11 @@ void install_cpu_fallbacks();
 // InstanceNorm's running stats in a model saved in train()): replaced by their values. Returns
 // how many reads were replaced.
 int resolve_module_attributes(torch::jit::Graph& g, const c10::IValue& self);
+// forward() assigning module attributes (`self.acc = self.acc + x`, `self.calls += 1`): each
+// assigned attribute becomes a value of the graph, starting from its saved value and carried
+// through the Ifs and Loops that assign it, so reads see the latest assignment. Returns the
+// attributes' names. The ONNX model keeps no state: every call starts from the saved values.
+std::vector<std::string> thread_module_state(torch::jit::Graph& g, const c10::IValue& self);
 // Training-time behaviour baked into a graph (traced in train(): dropout with train=True,
 // batch/instance norm using batch statistics although running statistics exist) rewritten to
 // inference semantics. Returns one line per kind of change, naming the modules.

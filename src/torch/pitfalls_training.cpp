@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "torch/context.h"
@@ -70,6 +71,128 @@ int resolve_module_attributes(tj::Graph& g, const c10::IValue& self) {
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it)
     if ((*it)->kind() == c10::prim::GetAttr && !(*it)->output()->hasUses()) (*it)->destroy();
   return changed;
+}
+
+namespace {
+
+struct ModuleState {
+  std::map<const tj::Value*, std::pair<c10::IValue, std::string>> objects;  // module value -> (object, path)
+  std::map<std::string, c10::TypePtr> types;                                // assigned attribute -> type
+  std::map<std::string, tj::Value*> initial;
+
+  // The assigned attribute a GetAttr/SetAttr names, if it is one.
+  std::optional<std::string> key(const tj::Node* n) const {
+    if (n->inputs().empty()) return std::nullopt;
+    auto it = objects.find(n->input(0));
+    if (it == objects.end()) return std::nullopt;
+    std::string k = it->second.second + "." + n->s(c10::attr::name);
+    if (!types.count(k)) return std::nullopt;
+    return k;
+  }
+};
+
+// Assigned attributes (keys of st.types) that a node or what it holds assigns.
+void assigned_in(const tj::Node* n, ModuleState& st, std::set<std::string>& out) {
+  for (const tj::Block* b : n->blocks())
+    for (const tj::Node* m : b->nodes()) {
+      if (m->kind() == c10::prim::SetAttr)
+        if (auto k = st.key(m)) out.insert(*k);
+      assigned_in(m, st, out);
+    }
+}
+
+// Replaces reads and assignments of assigned attributes in b by values; `env` holds each one's
+// current value and is left at the values after b.
+void thread_block(tj::Block* b, ModuleState& st, std::map<std::string, tj::Value*>& env) {
+  for (auto it = b->nodes().begin(); it != b->nodes().end();) {
+    tj::Node* n = *it;
+    ++it;
+    if (n->kind() == c10::prim::GetAttr || n->kind() == c10::prim::SetAttr) {
+      auto k = st.key(n);
+      if (!k) continue;
+      if (n->kind() == c10::prim::GetAttr) n->output()->replaceAllUsesWith(env.at(*k));
+      else env[*k] = n->input(1);
+      n->destroy();
+      continue;
+    }
+    if (n->blocks().empty()) continue;
+    std::set<std::string> keys;
+    assigned_in(n, st, keys);
+    if (keys.empty() || (n->kind() != c10::prim::Loop && n->kind() != c10::prim::If)) {
+      for (tj::Block* sb : n->blocks()) {
+        std::map<std::string, tj::Value*> inner = env;
+        thread_block(sb, st, inner);
+      }
+      continue;
+    }
+    // Each assigned attribute leaves the If (one more output per branch) or is carried by the
+    // Loop (an input, a body input and output, an output), appended after the existing ones.
+    if (n->kind() == c10::prim::Loop) {
+      tj::Block* body = n->blocks()[0];
+      std::map<std::string, tj::Value*> inner = env;
+      for (const auto& k : keys) {
+        n->addInput(env.at(k));
+        inner[k] = body->addInput()->setType(st.types[k]);
+      }
+      thread_block(body, st, inner);
+      for (const auto& k : keys) body->registerOutput(inner.at(k));
+    } else {
+      for (tj::Block* sb : n->blocks()) {
+        std::map<std::string, tj::Value*> inner = env;
+        thread_block(sb, st, inner);
+        for (const auto& k : keys) sb->registerOutput(inner.at(k));
+      }
+    }
+    for (const auto& k : keys) env[k] = n->addOutput()->setType(st.types[k]);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> thread_module_state(tj::Graph& g, const c10::IValue& self) {
+  if (g.inputs().empty() || !g.inputs()[0]->type()->cast<c10::ClassType>() || !self.isObject()) return {};
+  ModuleState st;
+  st.objects[g.inputs()[0]] = {self, ""};
+  std::vector<tj::Node*> nodes;
+  collect_nodes(g.block(), nodes);
+  std::vector<tj::Node*> sets;
+  for (tj::Node* n : nodes) {
+    if (n->kind() != c10::prim::GetAttr && n->kind() != c10::prim::SetAttr) continue;
+    auto it = st.objects.find(n->input(0));
+    if (it == st.objects.end() || !it->second.first.isObject()) continue;
+    const std::string name = n->s(c10::attr::name);
+    if (n->kind() == c10::prim::GetAttr) {
+      c10::IValue attr = it->second.first.toObjectRef().getAttr(name);
+      if (attr.isObject()) st.objects[n->output()] = {attr, it->second.second + "." + name};
+    } else if (n->kind() == c10::prim::SetAttr) {
+      sets.push_back(n);
+    }
+  }
+  if (sets.empty()) return {};
+  std::vector<std::string> names;
+  tj::WithInsertPoint guard(g.block()->nodes().front());
+  for (tj::Node* n : sets) {
+    const auto& [obj, path] = st.objects[n->input(0)];
+    const std::string name = n->s(c10::attr::name);
+    std::string key = path + "." + name;
+    if (st.types.count(key)) continue;
+    c10::IValue v = obj.toObjectRef().getAttr(name);
+    if (v.isTensor() && v.toTensor().requires_grad()) v = v.toTensor().detach();
+    tj::Value* c = nullptr;
+    try {
+      c = g.insertConstant(v);
+    } catch (const c10::Error&) {
+      continue;  // not a constant kind: left as module state (reported as such later)
+    }
+    c10::TypePtr t = obj.type()->expectRef<c10::ClassType>().getAttribute(name);
+    st.types[key] = t->cast<c10::TensorType>() ? c10::TensorType::get() : t;
+    st.initial[key] = c;
+    names.push_back(key.substr(1));
+  }
+  if (names.empty()) return {};
+  std::map<std::string, tj::Value*> env = st.initial;
+  thread_block(g.block(), st, env);
+  return names;
 }
 
 std::vector<std::string> to_inference_semantics(tj::Graph& g) {

@@ -5,6 +5,7 @@
 
 #include <iostream>
 #include <mutex>
+#include <set>
 
 #include "ir/error.h"
 
@@ -54,7 +55,9 @@ Observed observe(const c10::IValue& v) {
     o.dtype = t.scalar_type() == c10::kComplexFloat    ? DType::Complex64
               : t.scalar_type() == c10::kComplexDouble ? DType::Complex128
                                                        : dtype_from_scalar_type(t.scalar_type());
-    o.sizes = t.sizes().vec();
+    // Nested tensors (nn.TransformerEncoder's padding-mask fast path) are held padded: their sizes
+    // are the padded tensor's.
+    o.sizes = t.is_nested() ? t.to_padded_tensor(0).sizes().vec() : t.sizes().vec();
   } else if (v.isInt() || v.isDouble() || v.isBool()) {
     o.kind = v.isInt() ? Observed::Kind::Int : v.isDouble() ? Observed::Kind::Float : Observed::Kind::Bool;
     o.dtype = v.isInt() ? DType::Int64 : v.isDouble() ? DType::Float : DType::Bool;
@@ -130,6 +133,69 @@ void register_record_op() {
   });
 }
 
+// libtorch's RNN kernels trust their arguments: a hidden state whose batch differs from the input's
+// (a traced model that fixed the batch, run at another one) reads out of bounds. Before each RNN op
+// of a profiling run, t2o::check_rnn raises the error that PyTorch's module would have raised.
+void register_rnn_check_op() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    tj::registerOperator(tj::Operator(
+        "t2o::check_rnn(Tensor x, Tensor? batch_sizes, Tensor[] hx, bool batch_first) -> ()",
+        [](tj::Stack& stack) {
+          bool batch_first = stack.back().toBool();
+          auto hx = stack[stack.size() - 2].toTensorVector();
+          c10::IValue bs = stack[stack.size() - 3];
+          at::Tensor x = stack[stack.size() - 4].toTensor();
+          for (int k = 0; k < 4; ++k) stack.pop_back();
+          int64_t batch = -1;
+          if (!bs.isNone()) {
+            at::Tensor b = bs.toTensor().to(at::kLong).contiguous();
+            TORCH_CHECK(b.dim() == 1 && b.numel() > 0, "packed sequence: batch_sizes must be a non-empty 1-D tensor");
+            TORCH_CHECK(b.min().item<int64_t>() > 0 && (b.numel() < 2 || (b.slice(0, 1) <= b.slice(0, 0, -1)).all().item<bool>()),
+                        "packed sequence: batch_sizes must be positive and non-increasing");
+            TORCH_CHECK(x.dim() >= 1 && x.size(0) == b.sum().item<int64_t>(),
+                        "packed sequence: ", x.size(0), " rows of data for batch sizes summing to ", b.sum().item<int64_t>());
+            batch = b[0].item<int64_t>();
+          } else if (x.dim() == 3) {
+            batch = x.size(batch_first ? 0 : 1);
+          }
+          for (const at::Tensor& h : hx) {
+            if (batch < 0) continue;  // unbatched input: the kernel checks 2-D states itself
+            TORCH_CHECK(h.dim() == 3 && h.size(1) == batch, "RNN: expected a hidden state of batch ", batch,
+                        ", got one of size ", h.sizes());
+          }
+        },
+        c10::AliasAnalysisKind::CONSERVATIVE));
+  });
+}
+
+void guard_rnns(tj::Block* block) {
+  static const std::set<std::string> rnns{"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"};
+  auto g = block->owningGraph();
+  for (tj::Node* n : block->nodes()) {
+    for (tj::Block* b : n->blocks()) guard_rnns(b);
+    if (!rnns.count(n->kind().toQualString()) || n->inputs().size() < 3) continue;
+    tj::WithInsertPoint guard(n);
+    // Packed overloads: (data, batch_sizes, hx, ...); padded ones: (input, hx, ..., batch_first).
+    bool lstm = n->kind().toQualString() == std::string("aten::lstm");
+    bool packed = (lstm ? n->input(1) : n->input(2))->type()->cast<c10::TensorType>() != nullptr;
+    tj::Value* hx = n->input(packed ? 2 : 1);
+    if (hx->type()->cast<c10::TensorType>()) hx = g->insertNode(g->createList(c10::TensorType::get(), {hx}))->output();
+    tj::Value* bs = packed ? n->input(1) : g->insertConstant(c10::IValue());
+    bool bf = false;
+    if (!packed) {
+      auto iv = tj::toIValue(n->inputs().back());
+      bf = iv && iv->isBool() && iv->toBool();
+    }
+    tj::Node* check = g->create(c10::Symbol::fromQualString("t2o::check_rnn"), 0);
+    check->addInput(n->input(0));
+    check->addInput(bs);
+    check->addInput(hx);
+    check->addInput(g->insertConstant(bf));
+    g->insertNode(check);
+  }
+}
+
 bool recordable(const tj::Value* v) {
   auto k = v->type()->kind();
   return k != c10::TypeKind::ClassType && k != c10::TypeKind::FunctionType && k != c10::TypeKind::NoneType &&
@@ -182,6 +248,8 @@ std::vector<c10::IValue> Profile::run(const std::shared_ptr<tj::Graph>& graph, c
   std::vector<const tj::Value*> graph_ids(ids.begin(), ids.end());
   // The interpreter runs a copy, so map copied values back to ours through the id constants.
   auto copy = graph->copy();
+  register_rnn_check_op();
+  guard_rnns(copy->block());
   if (std::getenv("T2O_DEBUG_PROFILE")) std::cerr << *copy << std::endl;
   for (tj::Node* rec : added) {
     tj::Value* idv = rec->input(1);

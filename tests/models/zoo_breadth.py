@@ -200,6 +200,100 @@ class ListAliases(nn.Module):
         return torch.cat([joined, summary]), len(both[0])
 
 
+class _Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+        self.register_buffer("total", torch.zeros(4))
+
+
+class ModuleState(nn.Module):
+    """forward() assigning attributes, its own and a submodule's, plainly, in an if and in a loop: reads
+    see the latest assignment (the ONNX model starts from the saved values, as the first call does)."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("acc", torch.ones(3, 4))
+        self.scale = 2.0
+        self.sub = _Counter()
+
+    def forward(self, x):
+        self.acc = self.acc + x
+        if bool(x.sum() > 0):
+            self.scale = self.scale * 3.0
+        else:
+            self.acc = self.acc - 1.0
+        for i in range(x.size(0)):
+            self.sub.total = self.sub.total + x[i]
+            self.sub.steps += 1
+        return self.acc * self.scale, self.sub.total * self.sub.steps
+
+
+class ListMethods(nn.Module):
+    """Python list methods on lists known element-wise: `in` on sizes (a computed element), sort,
+    reverse, extend, count, clear."""
+    def forward(self, x):
+        dims = [x.size(0), x.size(1)]
+        ks = [5, 3, 1, 4]
+        ks.sort()
+        ks.reverse()
+        ks.extend([7, 8])
+        tmp = [1, 2]
+        tmp.clear()
+        y = x * ks[0] + ks[-1] + ks.count(3) + len(tmp)
+        if 4 in dims:
+            return y + 1.0
+        return y - 1.0
+
+
+class IndexLists(nn.Module):
+    """x[[0, 2]] traced (the index tensors are constants of the trace), and tensor_split at split
+    points the model computes."""
+    def forward(self, x, points):
+        a = x[[0, 2, 3]]
+        b = x[:, [1, 0]]
+        c = x[[0, 1], [2, 1]]
+        parts = torch.tensor_split(x, points * 1, dim=0)
+        return a, b, c, parts[0], parts[1], parts[2]
+
+
+class PackedTraced(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(5, 7, num_layers=2)
+
+    def forward(self, x, lengths):
+        p = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=False)
+        out, _ = self.rnn(p)
+        return nn.utils.rnn.pad_packed_sequence(out)[0]
+
+
+class EncoderPadMask(nn.Module):
+    """nn.TransformerEncoder in eval mode with a key padding mask takes PyTorch's nested-tensor fast path
+    (the padded positions come out as zeros); held here as padded tensors with the mask beside them."""
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2)
+
+    def forward(self, x, pad):
+        return self.enc(x, src_key_padding_mask=pad)
+
+
+def _pad_mask(lengths, t):
+    return torch.arange(t)[None, :] >= torch.tensor(lengths)[:, None]
+
+
+class MaxUnpool(nn.Module):
+    """max_unpool after max_pool with indices (2-D batched and unbatched, 3-D, an explicit output size)."""
+    def forward(self, x, v):
+        y, i = F.max_pool2d(x, 2, return_indices=True)
+        a = F.max_unpool2d(y, i, 2)
+        b = F.max_unpool2d(y, i, 2, output_size=[x.size(2) + 1, x.size(3) + 1])
+        y1, i1 = F.max_pool2d(x[0], 2, return_indices=True)
+        y3, i3 = F.max_pool3d(v, 2, return_indices=True)
+        return a, b, F.max_unpool2d(y1, i1, 2), F.max_unpool3d(y3, i3, 2)
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -247,6 +341,23 @@ def fixtures():
                                                 data=True, tol=(1e-4, 1e-5)),
         "br_resize_to_one_trace": lambda: dict(model=ResizeToOne(), inputs=[r(1, 2, 5, 7), torch.tensor([4, 1])],
                                                mode="trace", data=True, tol=(1e-4, 1e-5)),
+        "br_list_methods": lambda: dict(model=ListMethods(), inputs=[r(3, 4)], dynamic=["x:0=n"], alt_inputs=[r(5, 4)]),
+        "br_list_methods_other": lambda: dict(model=ListMethods(), inputs=[r(3, 5)], dynamic=["x:0=n"], alt_inputs=[r(4, 5)]),
+        "br_index_lists_trace": lambda: dict(model=IndexLists(), inputs=[r(5, 4), torch.tensor([1, 3])], mode="trace",
+                                             data=True, dynamic=["x:1=w"], alt_inputs=[r(5, 6), torch.tensor([2, 4])],
+                                             min_opset=(11, "aten::index", "c = x[[0, 1], [2, 1]]", IndexLists)),
+        # Traced, the LSTM's initial state has the traced batch: at another batch PyTorch's kernel would
+        # read out of bounds; shape learning reports it instead.
+        "br_packed_traced_batch": lambda: dict(model=PackedTraced(), inputs=[r(6, 3, 5), torch.tensor([6, 2, 4])], mode="trace",
+                                               data=True, dynamic=["x:1=b", "lengths:0=b"],
+                                               expect_error="2 RNN: expected a hidden state of batch"),
+        "br_encoder_pad_mask": lambda: dict(model=EncoderPadMask(), inputs=[r(2, 5, 16), _pad_mask([5, 3], 5)], data=True,
+                                            dynamic=["x:0=b,1=t", "pad:0=b,1=t"], tol=(1e-4, 1e-5),
+                                            alt_inputs=[r(3, 7, 16), _pad_mask([2, 7, 4], 7)]),
+        "br_max_unpool": lambda: dict(model=MaxUnpool(), inputs=[r(2, 3, 6, 8), r(1, 2, 4, 4, 6)], dynamic=["x:0=n,2=h,3=w"],
+                                      alt_inputs=[r(1, 3, 4, 10), r(1, 2, 4, 4, 6)]),
+        "br_module_state": lambda: dict(model=ModuleState(), inputs=[r(3, 4)]),
+        "br_module_state_neg": lambda: dict(model=ModuleState(), inputs=[-r(3, 4).abs()]),
         "br_list_aliases": lambda: dict(model=ListAliases(), inputs=[r(3, 4)], dynamic=["x:0=n"], alt_inputs=[r(5, 4)],
                                         min_opset=(13, "prim::Loop", "for i in range(x.size(0)):", ListAliases)),
     }

@@ -32,6 +32,13 @@ std::string linear(Ctx& c, const std::string& x, const at::Tensor& w, const at::
   return c.b.op1("Add", {y, c.b.constant(tensor_from_torch(b.contiguous().to(st)), "bias")});
 }
 
+void set_nested(Ctx& c, const TValue* out, const std::string& padded, const std::string& valid) {
+  c.set(out, TV::tensor(padded));
+  TV v = c.get(out);
+  v.nested = valid;
+  c.set(out, v);
+}
+
 struct Attn {
   std::string out, probs;  // (B, L, E) and (B, H, L, S)
 };
@@ -89,7 +96,10 @@ std::string layer_norm_last(Ctx& c, const std::string& x, double eps, const at::
 //   fast path, batch-first.
 void encoder_layer(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
-  std::string mask = padding_mask(c, n, 18, 19);
+  const std::string nested = c.in(n, 0).nested;
+  // A nested input attends within each sequence's valid positions: the key padding mask is the
+  // padding of the nested tensor.
+  std::string mask = !nested.empty() ? c.b.unsqueeze(c.b.op1("Not", {nested}), {1, 2}) : padding_mask(c, n, 18, 19);
   bool gelu = c.flag(n, 7), norm_first = c.flag(n, 8);
   double eps = c.f(n, 9);
   auto norm = [&](const std::string& x, size_t w) { return layer_norm_last(c, x, eps, weight_of(c, n, w),
@@ -116,8 +126,42 @@ void encoder_layer(Ctx& c, const TNode* n) {
     x = norm(c.b.op1("Add", {x, self_attn(x)}), 10);
     x = norm(c.b.op1("Add", {x, ffn(x)}), 12);
   }
-  c.out(n, x);
+  if (nested.empty()) return c.out(n, x);
+  set_nested(c, n->output(), c.b.op1("Where", {c.b.unsqueeze(nested, {-1}), x, c.b.scalar(0, t)}), nested);
 }
+
+// aten::_nested_tensor_from_mask(t, mask, mask_check): the rows of t where mask (B, T) is true, as a
+// nested tensor; held padded with zeros elsewhere.
+void nested_from_mask(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  std::string valid = c.t_as(n, 1, DType::Bool);
+  set_nested(c, n->output(), c.b.op1("Where", {c.b.unsqueeze(valid, {-1}), c.t_as(n, 0, t), c.b.scalar(0, t)}),
+             valid);
+}
+
+// aten::_nested_tensor_from_mask_left_aligned(t, mask): whether every row of mask is trues then
+// falses; nn.TransformerEncoder takes its nested fast path when it is. The answer profiling saw
+// decides the path, as a constant: the held-padded nested form attends only to valid positions for
+// any mask, so the paths differ only at padded positions (zeros on the fast path, where an
+// end-padded mask, the usual one, takes it).
+void nested_left_aligned(Ctx& c, const TNode* n) {
+  const Observed* o = c.observed(n->output());
+  if (!o || o->kind != Observed::Kind::Bool || !o->first.isBool())
+    throw UnsupportedError("aten::_nested_tensor_from_mask_left_aligned that profiling did not see");
+  bool aligned = o->first.toBool() && !o->varies;
+  c.set(n->output(), TV::constant(aligned));
+}
+
+// Tensor.to_padded_tensor(padding, output_size=None): the nested tensor with `padding` where it has no rows.
+void to_padded(Ctx& c, const TNode* n) {
+  const TV& x = c.in(n, 0);
+  if (x.nested.empty()) throw UnsupportedError("aten::to_padded_tensor of a tensor that is not nested");
+  if (n->inputs().size() > 2 && !c.is_none(n, 2)) throw UnsupportedError("aten::to_padded_tensor with an output_size");
+  DType t = c.out_dtype(n);
+  c.out(n, c.b.op1("Where", {c.b.unsqueeze(x.nested, {-1}), c.tensor_as(x, t), c.t_as(n, 1, t)}));
+}
+
+void is_nested(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(!c.in(n, 0).nested.empty())); }
 
 // softmax(q @ k^T * scale + mask) @ v over the last two dims, any leading dims. A bool mask marks
 // the keys that take part (True: attend); a float mask is added; is_causal keeps keys j <= i.
@@ -195,6 +239,10 @@ void sdpa_2(Ctx& c, const TNode* n) {
 void register_attention_ops(OpTable& t) {
   t["aten::_native_multi_head_attention"] = {native_mha};
   t["aten::_transformer_encoder_layer_fwd"] = {encoder_layer};
+  t["aten::_nested_tensor_from_mask"] = {nested_from_mask};
+  t["aten::_nested_tensor_from_mask_left_aligned"] = {nested_left_aligned};
+  t["aten::to_padded_tensor"] = {to_padded};
+  t["prim::is_nested"] = {is_nested};
   t["aten::_scaled_dot_product_attention"] = {sdpa_113};
   t["aten::scaled_dot_product_attention"] = {sdpa_2};
 }

@@ -238,6 +238,27 @@ void max_pool(Ctx& c, const TNode* n) {
   emit_pool(c, n, "MaxPool", p, false);
 }
 
+// aten::max_unpool2d(x, indices, output_size) / max_unpool3d(x, indices, output_size, stride, padding):
+// torch's indices are flat within each (n, c) plane of the output, so each plane is a scatter of x
+// into zeros of the output's size.
+void max_unpool(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  int r = c.rank(n, 0);
+  size_t sd = n->kind().toQualString() == std::string("aten::max_unpool3d") ? 3 : 2;
+  int lead = r - static_cast<int>(sd);
+  if (lead < 1) throw UnsupportedError(std::string(n->kind().toQualString()) + " of rank " + std::to_string(r));
+  std::string x = c.t_as(n, 0, t), idx = c.t_as(n, 1, DType::Int64);
+  std::string sizes = c.is_const(n, 2) ? c.b.i64s(c.ints(n, 2)) : c.ints_tensor(c.in(n, 2));
+  std::string leading = c.b.slice(c.b.shape_of(x), {0}, {lead}, {0});
+  std::string flat = c.b.concat({leading, c.b.i64s({-1})}, 0);
+  std::string plane = c.b.reduce("ReduceProd", sizes, {0}, true);
+  std::string zeros = c.b.op1("Expand", {c.b.scalar(0, t), c.b.concat({leading, plane}, 0)});
+  std::string out = c.b.op1(c.b.opset() >= 11 ? "ScatterElements" : "Scatter",
+                            {zeros, c.b.op1("Reshape", {idx, flat}), c.b.op1("Reshape", {x, flat})},
+                            {Attribute::make_int("axis", lead)});
+  c.out(n, c.b.op1("Reshape", {out, c.b.concat({leading, sizes}, 0)}));
+}
+
 // aten::avg_pool{1,2,3}d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 void avg_pool(Ctx& c, const TNode* n) {
   PoolArgs p{c.ints(n, 1), c.ints(n, 2), c.ints(n, 3), {}, c.flag(n, 4)};
@@ -334,6 +355,8 @@ void register_conv_ops(OpTable& t) {
   t["aten::max_pool1d_with_indices"] = {max_pool};
   t["aten::max_pool2d_with_indices"] = {max_pool};
   t["aten::max_pool3d_with_indices"] = {max_pool};
+  t["aten::max_unpool2d"] = {max_unpool};
+  t["aten::max_unpool3d"] = {max_unpool};
   t["aten::avg_pool1d"] = {avg_pool};
   t["aten::avg_pool2d"] = {avg_pool};
   t["aten::avg_pool3d"] = {avg_pool};

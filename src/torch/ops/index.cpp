@@ -81,8 +81,14 @@ void masked_fill(Ctx& c, const TNode* n) {
 // The non-None index tensors of x[...] and their positions.
 std::vector<std::pair<int64_t, TV>> index_list(Ctx& c, const TNode* n) {
   const TV& l = c.in(n, 1);
-  if (l.kind != TV::Kind::List) throw UnsupportedError("aten::index with an unknown index list");
   std::vector<std::pair<int64_t, TV>> r;
+  if (l.is_const() && l.c.isList()) {  // a traced x[[0, 2]]: the list of constant index tensors is folded
+    auto items = l.c.toListRef();
+    for (size_t i = 0; i < items.size(); ++i)
+      if (!items[i].isNone()) r.push_back({static_cast<int64_t>(i), TV::constant(items[i])});
+    return r;
+  }
+  if (l.kind != TV::Kind::List) throw UnsupportedError("aten::index with an unknown index list");
   for (size_t i = 0; i < l.items.size(); ++i)
     if (!l.items[i].is_none()) r.push_back({static_cast<int64_t>(i), l.items[i]});
   return r;

@@ -107,6 +107,8 @@ std::vector<std::string> pieces(Ctx& c, const std::string& x, const std::vector<
   return out;
 }
 
+std::vector<std::string> sections_of(Ctx& c, const std::string& x, const std::string& k, int64_t count, int64_t axis);
+
 // `sections` near-equal pieces: the first len % sections get one element more, as in torch.
 std::vector<std::string> sections(Ctx& c, const TNode* n, const std::string& x, int64_t count, int64_t axis) {
   if (count <= 0) throw Error("tensor_split: sections must be positive");
@@ -116,7 +118,12 @@ std::vector<std::string> sections(Ctx& c, const TNode* n, const std::string& x, 
     for (int64_t i = 0; i < count; ++i) b.push_back(b.back() + *len / count + (i < *len % count ? 1 : 0));
     return pieces(c, x, b, axis);
   }
-  std::string l = c.b.dim(x, axis), k = c.b.i64(count);
+  return sections_of(c, x, c.b.i64(count), count, axis);
+}
+
+// `count` near-equal pieces of a dynamic axis; `k` names count as a 0-d int64 (computed or not).
+std::vector<std::string> sections_of(Ctx& c, const std::string& x, const std::string& k, int64_t count, int64_t axis) {
+  std::string l = c.b.dim(x, axis);
   std::string q = c.b.op1("Div", {l, k}), rem = c.b.op1("Sub", {l, c.b.op1("Mul", {q, k})});
   std::vector<std::string> out;
   for (int64_t i = 0; i < count; ++i) {
@@ -143,6 +150,24 @@ void tensor_split(Ctx& c, const TNode* n) {
     parts = sections(c, n, x, c.i(n, *k), axis);
   } else if (auto k2 = Ctx::arg_index(n, "indices")) {
     parts = split_at(c, x, c.ints(n, *k2), axis);
+  } else if (!c.in(n, 1).is_const()) {
+    // Split points computed by the model: a 1-D tensor of L points gives L + 1 pieces (L is its
+    // static length), a 0-d one that many near-equal sections (as many as profiling saw).
+    std::string idx = c.t_as(n, 1, DType::Int64);
+    if (c.rank(n, 1) == 1) {
+      int64_t points = c.shape(n, 1)[0];
+      if (points < 0) throw UnsupportedError("aten::tensor_split at a number of points that varies");
+      for (int64_t i = 0; i <= points; ++i) {
+        std::string start = i == 0 ? c.b.i64s({0}) : c.b.slice(idx, {i - 1}, {i}, {0});
+        std::string end = i == points ? c.b.i64s({INT64_MAX}) : c.b.slice(idx, {i}, {i + 1}, {0});
+        parts.push_back(c.b.slice_dyn(x, start, end, c.b.i64s({axis})));
+      }
+    } else {
+      const Observed* o = c.observed(n->output());
+      if (!o || o->kind != Observed::Kind::List || o->elems.empty())
+        throw UnsupportedError("aten::tensor_split into a computed number of sections that was not observed");
+      parts = sections_of(c, x, c.b.reshape(idx, {}), static_cast<int64_t>(o->elems.size()), axis);
+    }
   } else {
     const c10::IValue& v = c.cval(n, 1);  // the split points decide the number of outputs
     at::Tensor t = v.toTensor().to(at::kLong).contiguous();

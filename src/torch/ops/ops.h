@@ -45,6 +45,7 @@ const OpTable& complex_op_table();
 void list_add(Ctx& c, const TNode* n);
 void list_slice(Ctx& c, const TNode* n);
 bool is_list_value(const TNode* n, size_t i);
+bool list_sort(Ctx& c, const TNode* n);  // false when input 0 is not a list
 // The elements of a list-of-tensors argument (built in the graph or constant); exit 3 otherwise.
 std::vector<TV> tensor_list(Ctx& c, const TNode* n, size_t i);
 // Lists of tensors built in control flow become ONNX sequences (carried by If/Loop from opset 13).

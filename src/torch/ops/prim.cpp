@@ -223,6 +223,83 @@ void list_insert(Ctx& c, const TNode* n) {
   items.insert(items.begin() + static_cast<long>(k), c.in(n, 2));
 }
 
+void list_reverse(Ctx& c, const TNode* n) {
+  auto& items = mutable_items(c, n);
+  std::reverse(items.begin(), items.end());
+}
+
+void list_clear(Ctx& c, const TNode* n) { mutable_items(c, n).clear(); }
+
+void list_extend(Ctx& c, const TNode* n) {
+  auto more = items_of(c, n, 1);
+  auto& items = mutable_items(c, n);
+  items.insert(items.end(), more.begin(), more.end());
+}
+
+// Number comparisons of list elements (int, float, bool lists): a 0-d tensor, or a constant when
+// both sides are known.
+DType list_elem_dtype(const TValue* list) {
+  auto lt = list->type()->cast<c10::ListType>();
+  auto k = lt ? lt->getElementType()->kind() : c10::TypeKind::AnyType;
+  return k == c10::TypeKind::FloatType ? DType::Double : k == c10::TypeKind::BoolType ? DType::Bool : DType::Int64;
+}
+
+// x in list: constant when every element and x are, else Or over Equal.
+void list_contains(Ctx& c, const TNode* n) {
+  auto items = items_of(c, n, 0);
+  const TV& x = c.in(n, 1);
+  bool all_const = x.is_const();
+  for (const TV& e : items) all_const = all_const && e.is_const();
+  if (all_const) {
+    bool found = false;
+    for (const TV& e : items) found = found || e.c == x.c;
+    return c.set(n->output(), TV::constant(found));
+  }
+  DType t = list_elem_dtype(n->input(0));
+  if (t == DType::Bool) t = DType::Int64;
+  std::string xv = c.tensor_as(x, t), any;
+  for (const TV& e : items) {
+    std::string eq = c.b.op1("Equal", {c.tensor_as(e, t), xv});
+    any = any.empty() ? eq : c.b.op1("Or", {any, eq});
+  }
+  if (any.empty()) return c.set(n->output(), TV::constant(false));
+  TV r = TV::tensor(any, DType::Bool);
+  r.number = true;
+  r.rank_known = true;
+  c.set(n->output(), r);
+}
+
+void list_count(Ctx& c, const TNode* n) {
+  auto items = items_of(c, n, 0);
+  const TV& x = c.in(n, 1);
+  int64_t k = 0;
+  for (const TV& e : items) {
+    if (!e.is_const() || !x.is_const()) throw UnsupportedError("list.count of computed values");
+    k += e.c == x.c ? 1 : 0;
+  }
+  c.set(n->output(), TV::constant(k));
+}
+
+}  // namespace
+
+// list.sort() on numbers known at conversion time (aten::sort on a list; tensors go to sort).
+bool list_sort(Ctx& c, const TNode* n) {
+  if (!is_list_value(n, 0)) return false;
+  auto& items = mutable_items(c, n);
+  for (const TV& e : items)
+    if (!e.is_const() || !(e.c.isInt() || e.c.isDouble() || e.c.isBool()))
+      throw UnsupportedError("list.sort of computed values");
+  bool desc = n->inputs().size() > 1 && c.flag(n, 1);
+  std::stable_sort(items.begin(), items.end(), [&](const TV& a, const TV& b) {
+    double x = a.c.isDouble() ? a.c.toDouble() : static_cast<double>(a.c.isBool() ? a.c.toBool() : a.c.toInt());
+    double y = b.c.isDouble() ? b.c.toDouble() : static_cast<double>(b.c.isBool() ? b.c.toBool() : b.c.toInt());
+    return desc ? x > y : x < y;
+  });
+  return true;
+}
+
+namespace {
+
 void none_out(Ctx& c, const TNode* n) {
   for (const TValue* o : n->outputs()) c.set(o, TV::constant(c10::IValue()));
 }
@@ -380,6 +457,11 @@ void register_prim_ops(OpTable& t) {
   t["aten::pop"] = {list_pop};
   t["aten::Delete"] = {list_delete};
   t["aten::insert"] = {list_insert};
+  t["aten::reverse"] = {list_reverse};
+  t["aten::clear"] = {list_clear};
+  t["aten::extend"] = {list_extend};
+  t["aten::__contains__"] = {list_contains};
+  t["aten::count"] = {list_count};
   t["prim::RaiseException"] = {nothing};
   t["prim::Uninitialized"] = {none_out};
   t["prim::dtype"] = {prim_dtype};

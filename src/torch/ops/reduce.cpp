@@ -148,7 +148,9 @@ void sort(Ctx& c, const TNode* n, bool indices_only) {
   c.out(n, 0, outs[0]);
   c.out(n, 1, outs[1]);
 }
-void sort_(Ctx& c, const TNode* n) { sort(c, n, false); }
+void sort_(Ctx& c, const TNode* n) {
+  if (!list_sort(c, n)) sort(c, n, false);
+}
 void argsort(Ctx& c, const TNode* n) { sort(c, n, true); }
 
 }  // namespace
