@@ -294,6 +294,18 @@ class MaxUnpool(nn.Module):
         return a, b, F.max_unpool2d(y1, i1, 2), F.max_unpool3d(y3, i3, 2)
 
 
+class LSTMProj(nn.Module):
+    """nn.LSTM with proj_size (ONNX's LSTM has no projection): two layers, given or zero initial states."""
+    def __init__(self, bidirectional, batch_first):
+        super().__init__()
+        self.rnn = nn.LSTM(5, 8, num_layers=2, proj_size=3, bidirectional=bidirectional, batch_first=batch_first)
+
+    def forward(self, x, h0, c0):
+        y, (h, c) = self.rnn(x, (h0, c0))
+        y2, _ = self.rnn(x)
+        return y, h, c, y2
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -356,6 +368,13 @@ def fixtures():
                                             alt_inputs=[r(3, 7, 16), _pad_mask([2, 7, 4], 7)]),
         "br_max_unpool": lambda: dict(model=MaxUnpool(), inputs=[r(2, 3, 6, 8), r(1, 2, 4, 4, 6)], dynamic=["x:0=n,2=h,3=w"],
                                       alt_inputs=[r(1, 3, 4, 10), r(1, 2, 4, 4, 6)]),
+        "br_lstm_proj": lambda: dict(model=LSTMProj(False, False), inputs=[r(6, 2, 5), r(2, 2, 3), r(2, 2, 8)],
+                                     dynamic=["x:0=t,1=b", "h0:1=b", "c0:1=b"], tol=(1e-4, 1e-5),
+                                     alt_inputs=[r(4, 3, 5), r(2, 3, 3), r(2, 3, 8)]),
+        "br_lstm_proj_bidir": lambda: dict(model=LSTMProj(True, True), inputs=[r(2, 6, 5), r(4, 2, 3), r(4, 2, 8)],
+                                           dynamic=["x:0=b,1=t", "h0:1=b", "c0:1=b"], tol=(1e-4, 1e-5),
+                                           alt_inputs=[r(3, 4, 5), r(4, 3, 3), r(4, 3, 8)],
+                                           min_opset=(10, "aten::lstm", "y, (h, c) = self.rnn(x, (h0, c0))", LSTMProj)),
         "br_module_state": lambda: dict(model=ModuleState(), inputs=[r(3, 4)]),
         "br_module_state_neg": lambda: dict(model=ModuleState(), inputs=[-r(3, 4).abs()]),
         "br_list_aliases": lambda: dict(model=ListAliases(), inputs=[r(3, 4)], dynamic=["x:0=n"], alt_inputs=[r(5, 4)],

@@ -137,6 +137,61 @@ void pad_packed(Ctx& c, const TNode* n) {
 // aten::lstm.input(input, hx[], params[], has_biases, num_layers, dropout, train, bidirectional, batch_first)
 // aten::gru.input / rnn_tanh.input / rnn_relu.input (input, hx, params[], ...same)
 // aten::lstm.data(data, batch_sizes, hx[], params[], ...), gru.data, ...: a packed input (time-major).
+// One direction of an LSTM layer with a projection (proj_size): ONNX's LSTM has none, so a Loop over
+// the steps with PyTorch's equations, h = W_hr (o * tanh(c)). x [T, B, In]; h0 [B, P] and c0 [B, H]
+// (empty: zeros); p: w_ih, w_hh, [b_ih, b_hh,] w_hr. Returns Y [T, B, P] and the last h and c.
+struct ProjDir {
+  std::string y, h, c;
+};
+ProjDir proj_lstm_dir(Ctx& c, const std::string& x, const at::Tensor* p, bool has_biases, bool reverse,
+                      const std::string& h0, const std::string& c0, DType t) {
+  auto st = scalar_type_from_dtype(t);
+  const at::Tensor& w_hr = p[has_biases ? 4 : 2];
+  int64_t hidden = p[1].size(0) / 4, proj = w_hr.size(0);
+  auto k = [&](const at::Tensor& a, const char* hint) {
+    return c.b.constant(tensor_from_torch(a.contiguous().to(st)), hint);
+  };
+  std::string xw = c.b.op1("MatMul", {x, k(p[0].t(), "lstm_Wih_t")});
+  if (has_biases) xw = c.b.op1("Add", {xw, k(p[2] + p[3], "lstm_b")});
+  std::string whh = k(p[1].t(), "lstm_Whh_t"), whr = k(w_hr.t(), "lstm_Whr_t");
+  std::string steps = c.b.dim(x, 0);
+  std::string batch = c.b.slice(c.b.shape_of(x), {1}, {2}, {0});
+  auto zeros = [&](int64_t width) {
+    return c.b.op1("Expand", {c.b.scalar(0, t), c.b.concat({batch, c.b.i64s({width})}, 0)});
+  };
+  std::string hi = h0.empty() ? zeros(proj) : h0, ci = c0.empty() ? zeros(hidden) : c0;
+  std::string last = reverse ? c.b.op1("Sub", {steps, c.b.i64(1)}) : std::string();
+
+  auto g = std::make_shared<Graph>();
+  g->name = c.b.fresh("lstm_proj_body");
+  std::string iter = c.b.fresh("iter"), cond = c.b.fresh("cond"), h_in = c.b.fresh("h"), c_in = c.b.fresh("c");
+  g->inputs.push_back({iter, Type::tensor(DType::Int64, Shape{}), {}});
+  g->inputs.push_back({cond, Type::tensor(DType::Bool, Shape{}), {}});
+  g->inputs.push_back({h_in, Type::tensor(t, Shape{{Dim::named("batch"), Dim::fixed(proj)}}), {}});
+  g->inputs.push_back({c_in, Type::tensor(t, Shape{{Dim::named("batch"), Dim::fixed(hidden)}}), {}});
+  c.b.push_graph(g.get());
+  std::string step = reverse ? c.b.op1("Sub", {last, iter}) : iter;
+  std::string gates = c.b.op1("Add", {c.b.op1("Gather", {xw, step}, {Attribute::make_int("axis", 0)}),
+                                      c.b.op1("MatMul", {h_in, whh})});
+  auto q = c.b.split(gates, {hidden, hidden, hidden, hidden}, 1);  // PyTorch's order: i, f, g, o
+  std::string ig = c.b.op1("Sigmoid", {q[0]}), fg = c.b.op1("Sigmoid", {q[1]});
+  std::string gg = c.b.op1("Tanh", {q[2]}), og = c.b.op1("Sigmoid", {q[3]});
+  std::string c_out = c.b.op1("Add", {c.b.op1("Mul", {fg, c_in}), c.b.op1("Mul", {ig, gg})});
+  std::string h_out = c.b.op1("MatMul", {c.b.op1("Mul", {og, c.b.op1("Tanh", {c_out})}), whr});
+  g->outputs.push_back({c.b.op1("Identity", {cond}), Type::tensor(DType::Bool, Shape{}), {}});
+  g->outputs.push_back({h_out, Type::tensor(t), {}});
+  g->outputs.push_back({c_out, Type::tensor(t), {}});
+  g->outputs.push_back({c.b.op1("Identity", {h_out}), Type::tensor(t), {}});
+  c.b.pop_graph();
+  auto outs = c.b.op("Loop", {steps, "", hi, ci}, {Attribute::make_graph("body", g)}, 3);
+  std::string y = outs[2];
+  if (reverse) {
+    c.b.require(10, "a reverse LSTM direction with proj_size");
+    y = c.b.slice(y, {-1}, {INT64_MIN}, {0}, {-1});
+  }
+  return {y, outs[0], outs[1]};
+}
+
 void rnn(Ctx& c, const TNode* n, Cell kind) {
   bool packed = n->schema().overload_name() == "data";
   if (!packed && n->schema().overload_name() != "input")
@@ -149,8 +204,12 @@ void rnn(Ctx& c, const TNode* n, Cell kind) {
   size_t hx_i = arg(n, "hx");
   std::vector<at::Tensor> params = const_tensors(c, n, arg(n, "params"), "weights");
   size_t per_dir = has_biases ? 4 : 2;
+  // LSTM with proj_size: one more weight per direction (w_hr), the only layout with extra weights.
+  bool proj = kind == Cell::LSTM && params.size() == (per_dir + 1) * static_cast<size_t>(layers * dirs);
+  if (proj) per_dir += 1;
   if (params.size() != per_dir * static_cast<size_t>(layers * dirs))
-    throw UnsupportedError("LSTM with proj_size");  // the only layout with extra weights
+    throw UnsupportedError("recurrent op with an unexpected number of weights");
+  if (proj && packed) throw UnsupportedError("LSTM with proj_size on a packed sequence");
   DType t = c.out_dtype(n);
 
   // Initial states: [layers*dirs, batch, hidden] each.
@@ -181,7 +240,22 @@ void rnn(Ctx& c, const TNode* n, Cell kind) {
   }
   if (batch_first) x = c.b.transpose(x, {1, 0, 2});
   std::vector<std::string> hn, cn;
-  for (int64_t l = 0; l < layers; ++l) {
+  for (int64_t l = 0; l < layers && proj; ++l) {
+    std::vector<std::string> ys;
+    for (int64_t d = 0; d < dirs; ++d) {
+      int64_t s_i = l * dirs + d;
+      auto state = [&](const std::string& v) {
+        return v.empty() ? std::string() : c.b.squeeze(c.b.slice(v, {s_i}, {s_i + 1}, {0}), {0});
+      };
+      ProjDir r = proj_lstm_dir(c, x, &params[static_cast<size_t>(s_i) * per_dir], has_biases, d == 1, state(h0),
+                                state(c0), t);
+      ys.push_back(r.y);
+      hn.push_back(c.b.unsqueeze(r.h, {0}));
+      cn.push_back(c.b.unsqueeze(r.c, {0}));
+    }
+    x = ys.size() == 1 ? ys[0] : c.b.concat(ys, 2);
+  }
+  for (int64_t l = 0; l < layers && !proj; ++l) {
     std::vector<at::Tensor> w, r, bias;
     int64_t hidden = 0;
     for (int64_t d = 0; d < dirs; ++d) {
