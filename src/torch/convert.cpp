@@ -23,12 +23,21 @@ namespace {
 struct FlatInput {
   std::string name;
   const InputSpec* spec = nullptr;
+  bool number = false;    // an int/float/bool argument given with --input NAME:scalar:DTYPE or --data
+  size_t arg_index = 0;   // which forward() argument it belongs to
 };
 
 const InputSpec* find_spec(const ConvertOptions& o, const std::string& name) {
   for (const InputSpec& s : o.inputs)
     if (s.name == name) return &s;
   return nullptr;
+}
+
+// An argument's default value. (Not an implicit conversion: std::optional<IValue> made from an empty
+// c10::optional holds a None IValue.)
+std::optional<c10::IValue> default_of(const c10::Argument& a) {
+  if (!a.default_value()) return std::nullopt;
+  return *a.default_value();
 }
 
 // Builds one argument's example value and its graph-input names.
@@ -64,10 +73,25 @@ c10::IValue example_arg(const c10::TypePtr& type, const std::string& name, const
     flat.push_back({name, s});
     return make(*s);
   }
+  if (s && (type->kind() == K::IntType || type->kind() == K::FloatType || type->kind() == K::BoolType)) {
+    // A number argument given as an input: a 0-d ONNX input of int64 / double / bool.
+    at::Tensor t = make(*s);
+    if (t.numel() != 1)
+      throw Error("input '" + name + "' is a number (" + type->str() + "): give it as " + name + ":scalar:" +
+                      (type->kind() == K::IntType ? "i64" : type->kind() == K::FloatType ? "f64" : "bool"),
+                  {}, kExitUsage);
+    flat.push_back({name, s, true});
+    if (type->kind() == K::IntType) return t.item<int64_t>();
+    if (type->kind() == K::FloatType) return t.item<double>();
+    return t.item<bool>();
+  }
   if (dflt) return *dflt;
   if (type->kind() == K::OptionalType) return c10::IValue();
   throw Error("forward() argument '" + name + "' of type " + type->str() + " has no default",
-              "only tensors, tuples/lists of tensors and arguments with defaults can be model inputs", kExitUsage);
+              "give it as an input: --input " + name + ":scalar:" +
+                  (type->kind() == K::IntType ? "i64" : type->kind() == K::FloatType ? "f64" : "bool") +
+                  " (or --data " + name + "=FILE.npy); tensors, tuples/lists of tensors and numbers can be inputs",
+              kExitUsage);
 }
 
 // Binds the TorchScript graph inputs (already flattened by tuple lowering) to ONNX inputs.
@@ -93,8 +117,19 @@ void bind_inputs(tj::Graph& g, const std::vector<c10::IValue>& example, const st
     tv.rank_known = true;
     return tv;
   };
+  size_t arg = 0;  // the forward() argument being bound
   std::function<TV(const c10::IValue&)> bind = [&](const c10::IValue& v) -> TV {
     if (v.isTensor()) return onnx_input(v.toTensor());
+    if ((v.isInt() || v.isDouble() || v.isBool()) && flat_i < flat.size() && flat[flat_i].number &&
+        flat[flat_i].arg_index == arg) {
+      const FlatInput& f = flat.at(flat_i++);
+      DType t = v.isInt() ? DType::Int64 : v.isDouble() ? DType::Double : DType::Bool;
+      out.inputs.push_back({f.name, Type::tensor(t, Shape{}), {}});
+      TV tv = TV::tensor(f.name, t);
+      tv.rank_known = true;
+      tv.number = true;
+      return tv;
+    }
     if (v.isTensorList()) {
       std::vector<TV> items;
       for (const at::Tensor& t : v.toTensorVector()) items.push_back(onnx_input(t));
@@ -109,17 +144,24 @@ void bind_inputs(tj::Graph& g, const std::vector<c10::IValue>& example, const st
   };
   // Tuple lowering split tuple arguments into their leaves; match leaves in order.
   std::vector<c10::IValue> leaves;
+  std::vector<size_t> leaf_arg;
+  size_t top = 0;
   std::function<void(const c10::IValue&)> collect = [&](const c10::IValue& v) {
-    if (v.isTuple() && g.inputs().size() != example.size())
+    if (v.isTuple() && g.inputs().size() != example.size()) {
       for (const auto& e : v.toTupleRef().elements()) collect(e);
-    else
+    } else {
       leaves.push_back(v);
+      leaf_arg.push_back(top);
+    }
   };
-  for (const auto& e : example) collect(e);
+  for (; top < example.size(); ++top) collect(example[top]);
   if (leaves.size() != g.inputs().size())
     throw Error("internal: " + std::to_string(g.inputs().size()) + " graph inputs for " +
                 std::to_string(leaves.size()) + " argument parts");
-  for (size_t i = 0; i < leaves.size(); ++i) ctx.set(g.inputs()[i], bind(leaves[i]));
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    arg = leaf_arg[i];
+    ctx.set(g.inputs()[i], bind(leaves[i]));
+  }
 }
 
 // The user's example value moved to other sizes along the dynamic axes: cropped when smaller,
@@ -216,11 +258,14 @@ void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
 std::string describe_inputs(const tj::Stack& run, const std::vector<FlatInput>& flat) {
   std::vector<at::Tensor> ts;
   for (const c10::IValue& v : run) collect_tensors(v, ts);
+  std::vector<std::string> names;  // of the tensor inputs (numbers are not among ts)
+  for (const FlatInput& f : flat)
+    if (!f.number) names.push_back(f.name);
   std::string s;
   for (size_t i = 0; i < ts.size(); ++i) {
     std::string dims;
     for (int64_t d : ts[i].sizes()) dims += (dims.empty() ? "" : "x") + std::to_string(d);
-    s += (i ? ", " : "") + (i < flat.size() ? flat[i].name : "input" + std::to_string(i)) + ":" +
+    s += (i ? ", " : "") + (i < names.size() ? names[i] : "input" + std::to_string(i)) + ":" +
          (dims.empty() ? "scalar" : dims) + " " + std::string(dtype_name(dtype_from_scalar_type(ts[i].scalar_type())));
   }
   return s;
@@ -346,9 +391,12 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   at::manual_seed(0);
   std::vector<FlatInput> flat;
   tj::Stack run1;
-  for (const auto& arg : prep.arguments)
-    run1.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat,
+  for (const auto& arg : prep.arguments) {
+    size_t before = flat.size();
+    run1.push_back(example_arg(arg.type(), arg.name(), opts, default_of(arg), flat,
                                [&](const InputSpec& s) { return example_value(opts, s, s.dims); }));
+    for (size_t k = before; k < flat.size(); ++k) flat[k].arg_index = run1.size() - 1;
+  }
   for (const InputSpec& s : opts.inputs) {
     bool used = std::any_of(flat.begin(), flat.end(), [&](const FlatInput& f) { return f.name == s.name; });
     if (!used) {
@@ -392,7 +440,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
       tj::Stack run2;
       at::manual_seed(1);
       for (const auto& arg : prep.arguments)
-        run2.push_back(example_arg(arg.type(), arg.name(), opts, arg.default_value(), flat2, [&](const InputSpec& s) {
+        run2.push_back(example_arg(arg.type(), arg.name(), opts, default_of(arg), flat2, [&](const InputSpec& s) {
           return example_value(opts, s, alternate_dims(s, opts, how));
         }));
       try {

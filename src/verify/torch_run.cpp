@@ -83,14 +83,24 @@ struct TorchModel::Impl {
           list.push_back(by_name.at(name + "." + std::to_string(i)));
         if (!list.empty()) return list;
       }
-      if (auto it = by_name.find(name); it != by_name.end()) return it->second;
+      if (auto it = by_name.find(name); it != by_name.end()) {
+        // Number arguments are 0-d ONNX inputs.
+        if (type->kind() == K::IntType) return it->second.item<int64_t>();
+        if (type->kind() == K::FloatType) return it->second.item<double>();
+        if (type->kind() == K::BoolType) return it->second.item<bool>();
+        return it->second;
+      }
       if (dflt) return *dflt;
       if (type->kind() == K::OptionalType) return c10::IValue();
       throw Error("the ONNX model has no input for forward() argument '" + name + "'",
                   "was the ONNX model converted from this .pt file?", kExitUsage);
     };
     std::vector<c10::IValue> args;
-    for (const c10::Argument& a : prep.arguments) args.push_back(arg(a.type(), a.name(), a.default_value()));
+    for (const c10::Argument& a : prep.arguments) {
+      std::optional<c10::IValue> dflt;  // not std::optional(a.default_value()): that holds None when empty
+      if (a.default_value()) dflt = *a.default_value();
+      args.push_back(arg(a.type(), a.name(), dflt));
+    }
     size_t n_in = prep.graph->inputs().size();
     if (n_in == args.size()) return args;
     // Tuple arguments were split into their leaves by tuple lowering.

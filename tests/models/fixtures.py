@@ -49,6 +49,17 @@ def flatten(x, out):
     return out
 
 
+def is_number(x):
+    return isinstance(x, (bool, int, float))
+
+
+def number_input(x):
+    """A forward() argument that is a number: its 0-d tensor input (int64, float64 or bool, as TorchScript's
+    int, float and bool)."""
+    return torch.tensor(x, dtype=torch.bool if isinstance(x, bool) else torch.int64 if isinstance(x, int)
+                        else torch.float64)
+
+
 def arg_names(module, n):
     fn = module.forward
     names = [p for p in inspect.signature(fn).parameters]
@@ -115,7 +126,8 @@ def write(out_dir, name, f):
     lines = []
     flat_in = []
     for nm, x in zip(names, inputs):
-        parts = [(nm, x)] if isinstance(x, torch.Tensor) else [(f"{nm}.{i}", e) for i, e in enumerate(x)]
+        parts = ([(nm, x)] if isinstance(x, torch.Tensor) else [(nm, number_input(x))] if is_number(x)
+                 else [(f"{nm}.{i}", e) for i, e in enumerate(x)])
         for pn, t in parts:
             lines.append(f"input {pn} {'x'.join(str(s) for s in t.shape) or 'scalar'} {DTYPES[t.dtype]}")
             flat_in.append(t)
@@ -142,7 +154,8 @@ def write(out_dir, name, f):
         os.makedirs(alt, exist_ok=True)
         with torch.no_grad():
             alt_out = flatten(module(*f["alt_inputs"]), [])
-        for k, t in enumerate(flatten(list(f["alt_inputs"]), [])):
+        alt_in = [number_input(x) if is_number(x) else x for x in f["alt_inputs"]]
+        for k, t in enumerate(flatten(alt_in, [])):
             np.save(os.path.join(alt, f"input_{k}.npy"), t.numpy())
         for k, t in enumerate(alt_out):
             np.save(os.path.join(alt, f"output_{k}.npy"), np.array(t.detach().numpy(), order="C"))

@@ -306,6 +306,18 @@ class LSTMProj(nn.Module):
         return y, h, c, y2
 
 
+class NumberArgs(nn.Module):
+    """int, float and bool forward() arguments without defaults: 0-d ONNX inputs (a loop count, a factor,
+    a branch), beside one with a default, which stays a constant."""
+    def forward(self, x, n: int, scale: float, flip: bool, k: int = 3):
+        y = x * scale + n
+        for i in range(n):
+            y = y + float(i)
+        if flip:
+            y = -y
+        return y[:k], y.sum() * n
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -375,6 +387,8 @@ def fixtures():
                                            dynamic=["x:0=b,1=t", "h0:1=b", "c0:1=b"], tol=(1e-4, 1e-5),
                                            alt_inputs=[r(3, 4, 5), r(4, 3, 3), r(4, 3, 8)],
                                            min_opset=(10, "aten::lstm", "y, (h, c) = self.rnn(x, (h0, c0))", LSTMProj)),
+        "br_number_args": lambda: dict(model=NumberArgs(), inputs=[r(5, 4), 2, 0.5, True], data=True,
+                                       alt_inputs=[r(5, 4), 4, -1.5, False], tol=(1e-5, 1e-5)),
         "br_module_state": lambda: dict(model=ModuleState(), inputs=[r(3, 4)]),
         "br_module_state_neg": lambda: dict(model=ModuleState(), inputs=[-r(3, 4).abs()]),
         "br_list_aliases": lambda: dict(model=ListAliases(), inputs=[r(3, 4)], dynamic=["x:0=n"], alt_inputs=[r(5, 4)],
