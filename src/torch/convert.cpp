@@ -9,6 +9,7 @@
 #include "onnx/legalize.h"
 #include "torch/context.h"
 #include "torch/custom_op.h"
+#include "torch/input_roles.h"
 #include "torch/pitfalls.h"
 #include "torch/frontend.h"
 #include "torch/profile.h"
@@ -388,13 +389,30 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   auto& g = *prep.graph;
 
   // Example inputs for the profiling runs: one at the given sizes, one with dynamic axes moved.
+  // Random values (inputs without --data) follow what each input feeds (input_roles.h).
+  std::vector<std::string> input_names;
+  for (const tj::Value* v : g.inputs()) {
+    std::string nm = v->debugName();
+    input_names.push_back(nm.substr(0, nm.find('.')));
+  }
+  const std::map<std::string, InputRole> roles = input_roles(g, input_names);
+  auto value_for = [&](const InputSpec& s, const Dims& dims, const std::function<std::optional<Dims>(const std::string&)>& dims_of) {
+    auto r = roles.find(s.name);
+    if (r != roles.end() && !opts.data.count(s.name))
+      if (auto v = role_value(r->second, dims, scalar_type_from_dtype(s.dtype), dims_of)) return *v;
+    return example_value(opts, s, dims);
+  };
+  auto given_dims = [&](const std::string& name) -> std::optional<Dims> {
+    if (const InputSpec* sp = find_spec(opts, name)) return sp->dims;
+    return std::nullopt;
+  };
   at::manual_seed(0);
   std::vector<FlatInput> flat;
   tj::Stack run1;
   for (const auto& arg : prep.arguments) {
     size_t before = flat.size();
     run1.push_back(example_arg(arg.type(), arg.name(), opts, default_of(arg), flat,
-                               [&](const InputSpec& s) { return example_value(opts, s, s.dims); }));
+                               [&](const InputSpec& s) { return value_for(s, s.dims, given_dims); }));
     for (size_t k = before; k < flat.size(); ++k) flat[k].arg_index = run1.size() - 1;
   }
   for (const InputSpec& s : opts.inputs) {
@@ -407,6 +425,19 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   }
   // Profiling runs the graph on the example inputs. Inputs that do not fit the model get PyTorch's
   // own message and the user's source line. With --dynamic a second run moves the dynamic axes.
+  // Inputs whose values were random: a model that needs particular values (lengths that match
+  // another input, sorted ids, in-range indices) wants them given with --data.
+  auto random_note = [&](const std::vector<FlatInput>& fl) {
+    std::string list;
+    for (const FlatInput& f : fl) {
+      if (opts.data.count(f.name)) continue;
+      auto r = roles.find(f.name);
+      list += (list.empty() ? "" : ", ") + f.name + (r != roles.end() ? " (random " + r->second.what() + ")" : "");
+    }
+    if (list.empty()) return std::string();
+    return std::string("; the values of ") + list + " were random: if the model needs particular values, give "
+           "real ones with --data NAME=FILE.npy";
+  };
   Profile profile;
   auto profile_run = [&](const tj::Stack& run, const std::vector<FlatInput>& fl, bool second) {
     try {
@@ -417,8 +448,9 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
                       describe_inputs(run, fl) + ")" + (where.empty() ? "" : " at " + where) + ": " + what,
                   second ? "each --dynamic axis is tried one larger, doubled, and (with several axes) doubled while "
                            "the next one stays, to learn which dims follow it; "
-                           "mark only axes the model accepts at other sizes"
-                         : "give each input the shape and dtype forward() expects: --input NAME:DIMS[:DTYPE]",
+                           "mark only axes the model accepts at other sizes" + random_note(fl)
+                         : "give each input the shape and dtype forward() expects: --input NAME:DIMS[:DTYPE]" +
+                               random_note(fl),
                   kExitUsage);
     }
   };
@@ -441,7 +473,10 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
       at::manual_seed(1);
       for (const auto& arg : prep.arguments)
         run2.push_back(example_arg(arg.type(), arg.name(), opts, default_of(arg), flat2, [&](const InputSpec& s) {
-          return example_value(opts, s, alternate_dims(s, opts, how));
+          return value_for(s, alternate_dims(s, opts, how), [&](const std::string& name) -> std::optional<Dims> {
+            if (const InputSpec* sp = find_spec(opts, name)) return alternate_dims(*sp, opts, how);
+            return std::nullopt;
+          });
         }));
       try {
         profile_run(run2, flat2, true);
