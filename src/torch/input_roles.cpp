@@ -92,26 +92,28 @@ std::map<std::string, InputRole> input_roles(const tj::Graph& g, const std::vect
         r.source = idx ? inputs.at(idx) : std::string();
         break;
       }
+      // Indices: every table or dim they index bounds them (the smallest wins).
+      auto bound_by = [&](int64_t b) {
+        if (r.kind != InputRole::Kind::None && r.kind != InputRole::Kind::Index) return;
+        r.bound = r.kind == InputRole::Kind::Index && r.bound > 0 ? std::min(r.bound, b) : b;
+        r.kind = InputRole::Kind::Index;
+      };
+      auto dim_of = [&](const std::string& src, int64_t axis) {
+        if (r.kind != InputRole::Kind::None && r.kind != InputRole::Kind::Index) return;
+        r.kind = InputRole::Kind::Index;
+        r.more.push_back({src, axis});
+      };
       if ((k == "aten::embedding" && at == 1) || (k == "aten::embedding_bag" && at == 1)) {
         auto w = tj::toIValue(n->input(0));
-        if (w && w->isTensor() && w->toTensor().dim() >= 1) {
-          r.kind = InputRole::Kind::Index;
-          r.bound = w->toTensor().size(0);
-        }
+        if (w && w->isTensor() && w->toTensor().dim() >= 1) bound_by(w->toTensor().size(0));
         continue;
       }
       if ((k == "aten::index_select" || k == "aten::gather") && at == 2) {
         const tj::Value* x = source_input(n->input(0), inputs);
         auto dim = const_int(n->input(1));
         auto w = tj::toIValue(n->input(0));
-        if (dim && w && w->isTensor() && *dim >= 0 && *dim < w->toTensor().dim()) {
-          r.kind = InputRole::Kind::Index;
-          r.bound = w->toTensor().size(*dim);
-        } else if (dim && x) {
-          r.kind = InputRole::Kind::Index;
-          r.source = inputs.at(x);
-          r.axis = *dim;
-        }
+        if (dim && w && w->isTensor() && *dim >= 0 && *dim < w->toTensor().dim()) bound_by(w->toTensor().size(*dim));
+        else if (dim && x) dim_of(inputs.at(x), *dim);
         continue;
       }
       static const std::set<std::string> divisions{"aten::div", "aten::div_", "aten::floor_divide",
@@ -151,10 +153,13 @@ std::optional<at::Tensor> role_value(const InputRole& r, const Dims& dims, at::S
     }
     case InputRole::Kind::Index: {
       if (!integer) return std::nullopt;
-      int64_t bound = r.bound;
-      if (!r.source.empty())
-        if (auto d = dims_of(r.source); d && r.axis >= 0 && r.axis < static_cast<int64_t>(d->size()))
-          bound = (*d)[static_cast<size_t>(r.axis)];
+      // Small values, as for any random integer input, and inside everything the input indexes
+      // (an index used elsewhere too, e.g. x[idx], is safest small).
+      int64_t bound = 4;
+      if (r.bound > 0) bound = std::min(bound, r.bound);
+      for (const auto& [src, axis] : r.more)
+        if (auto d = dims_of(src); d && axis >= 0 && axis < static_cast<int64_t>(d->size()))
+          bound = std::min(bound, (*d)[static_cast<size_t>(axis)]);
       if (bound <= 0) return std::nullopt;
       return at::randint(0, bound, dims, opts).to(dtype);
     }

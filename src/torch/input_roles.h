@@ -20,6 +20,8 @@ struct InputRole {
   std::string source;  // Lengths: the padded data input; Offsets: the indices input; Index: the indexed input
   int64_t axis = 0;    // Lengths: the time axis of source; Index: the indexed dim of source
   int64_t bound = 0;   // Index into a constant (an embedding table): values in [0, bound)
+  // Index: every (input, dim) it indexes besides `source`/`axis`; values stay inside all of them.
+  std::vector<std::pair<std::string, int64_t>> more;
   std::string what() const;  // "packed-sequence lengths", ...
 };
 

@@ -318,6 +318,27 @@ class NumberArgs(nn.Module):
         return y[:k], y.sum() * n
 
 
+class PackedScripted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(5, 7, bidirectional=True)
+
+    def forward(self, x, lengths):
+        p = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=True)
+        out, h = self.rnn(p)
+        return nn.utils.rnn.pad_packed_sequence(out)[0], h
+
+
+class BagOffsets(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(10, 4, mode="mean")
+        self.emb = nn.Embedding(7, 3)
+
+    def forward(self, idx, offsets, tokens):
+        return self.bag(idx, offsets), self.emb(tokens)
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -389,6 +410,17 @@ def fixtures():
                                            min_opset=(10, "aten::lstm", "y, (h, c) = self.rnn(x, (h0, c0))", LSTMProj)),
         "br_number_args": lambda: dict(model=NumberArgs(), inputs=[r(5, 4), 2, 0.5, True], data=True,
                                        alt_inputs=[r(5, 4), 4, -1.5, False], tol=(1e-5, 1e-5)),
+        # Shape learning without --data: random lengths must be positive and sorted, offsets start at 0,
+        # token ids stay inside the table.
+        "br_random_lengths": lambda: dict(model=PackedScripted(), inputs=[r(6, 3, 5), torch.tensor([6, 4, 2])],
+                                          dynamic=["x:0=t,1=b", "lengths:0=b"], tol=(1e-4, 1e-5),
+                                          alt_inputs=[r(8, 2, 5), torch.tensor([8, 3])],
+                                          min_opset=(11, "aten::_pack_padded_sequence",
+                                                     "p = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=True)",
+                                                     PackedScripted)),
+        "br_random_offsets": lambda: dict(model=BagOffsets(), inputs=[torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]),
+                                                                     torch.tensor([0, 3, 3, 6]), torch.tensor([[6, 0, 2]])],
+                                          tol=(1e-5, 1e-6)),
         "br_module_state": lambda: dict(model=ModuleState(), inputs=[r(3, 4)]),
         "br_module_state_neg": lambda: dict(model=ModuleState(), inputs=[-r(3, 4).abs()]),
         "br_list_aliases": lambda: dict(model=ListAliases(), inputs=[r(3, 4)], dynamic=["x:0=n"], alt_inputs=[r(5, 4)],
