@@ -169,11 +169,11 @@ void register_rnn_check_op() {
   });
 }
 
-void guard_rnns(tj::Block* block) {
+void guard_rnns_in(tj::Block* block) {
   static const std::set<std::string> rnns{"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"};
   auto g = block->owningGraph();
   for (tj::Node* n : block->nodes()) {
-    for (tj::Block* b : n->blocks()) guard_rnns(b);
+    for (tj::Block* b : n->blocks()) guard_rnns_in(b);
     if (!rnns.count(n->kind().toQualString()) || n->inputs().size() < 3) continue;
     tj::WithInsertPoint guard(n);
     // Packed overloads: (data, batch_sizes, hx, ...); padded ones: (input, hx, ..., batch_first).
@@ -240,6 +240,11 @@ void instrument(tj::Block* block, std::vector<const tj::Value*>& ids, std::vecto
 
 }  // namespace
 
+void guard_rnns(tj::Graph& g) {
+  register_rnn_check_op();
+  guard_rnns_in(g.block());
+}
+
 std::vector<c10::IValue> Profile::run(const std::shared_ptr<tj::Graph>& graph, const std::vector<tj::Stack>& runs) {
   register_record_op();
   std::vector<const tj::Value*> ids;
@@ -248,8 +253,7 @@ std::vector<c10::IValue> Profile::run(const std::shared_ptr<tj::Graph>& graph, c
   std::vector<const tj::Value*> graph_ids(ids.begin(), ids.end());
   // The interpreter runs a copy, so map copied values back to ours through the id constants.
   auto copy = graph->copy();
-  register_rnn_check_op();
-  guard_rnns(copy->block());
+  guard_rnns(*copy);
   if (std::getenv("T2O_DEBUG_PROFILE")) std::cerr << *copy << std::endl;
   for (tj::Node* rec : added) {
     tj::Value* idv = rec->input(1);

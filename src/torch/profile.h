@@ -22,6 +22,9 @@ struct Observed {
 };
 
 Observed observe(const c10::IValue& v);
+// Inserts before each RNN op of g a check that its hidden states fit its input (libtorch's RNN
+// kernels read out of bounds on a mismatched one, e.g. a traced model run at another batch).
+void guard_rnns(torch::jit::Graph& g);
 DType dtype_from_scalar_type(c10::ScalarType t);
 c10::ScalarType scalar_type_from_dtype(DType t);
 

@@ -5,6 +5,8 @@
 #include <set>
 
 #include "onnx/tensor_io.h"
+#include "torch/context.h"
+#include "torch/profile.h"
 
 namespace t2o {
 
@@ -150,14 +152,35 @@ Sample InputPlan::make(int index, uint64_t seed) const {
   Sample s;
   s.sizes = sizes_for(index);
   std::mt19937_64 rng(seed * 1000003 + static_cast<uint64_t>(index));
+  auto dims_in_sample = [&](const PlannedInput& p) {
+    if (p.data) return p.data->dims();
+    Dims dims = p.base;
+    for (size_t a = 0; a < dims.size(); ++a)
+      if (!p.labels[a].empty()) dims[a] = s.sizes.at(p.labels[a]);
+    return dims;
+  };
   for (const PlannedInput& p : inputs_) {
     if (p.data) {
       s.inputs.emplace_back(p.name, *p.data);
       continue;
     }
-    Dims dims = p.base;
-    for (size_t a = 0; a < dims.size(); ++a)
-      if (!p.labels[a].empty()) dims[a] = s.sizes.at(p.labels[a]);
+    Dims dims = dims_in_sample(p);
+    // Packed-sequence lengths and EmbeddingBag offsets follow the roles read from the TorchScript
+    // graph (indices are bounded from the ONNX graph below).
+    if (auto r = roles_.find(p.name);
+        r != roles_.end() && dtype_is_integer(p.dtype) &&
+        (r->second.kind == InputRole::Kind::Lengths || r->second.kind == InputRole::Kind::Offsets)) {
+      at::manual_seed(seed * 1000003 + static_cast<uint64_t>(index));
+      auto v = role_value(r->second, dims, scalar_type_from_dtype(p.dtype), [&](const std::string& name) -> std::optional<Dims> {
+        for (const PlannedInput& q : inputs_)
+          if (q.name == name) return dims_in_sample(q);
+        return std::nullopt;
+      });
+      if (v) {
+        s.inputs.emplace_back(p.name, tensor_from_torch(*v));
+        continue;
+      }
+    }
     Tensor t(p.dtype, dims);
     std::optional<int64_t> bound;
     if (dtype_is_integer(p.dtype)) bound = index_bound(graph_, p.name, s.sizes);

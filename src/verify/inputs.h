@@ -8,6 +8,7 @@
 
 #include "ir/graph.h"
 #include "torch/convert.h"
+#include "torch/input_roles.h"
 
 namespace t2o {
 
@@ -37,6 +38,8 @@ class InputPlan {
   std::vector<InputSpec> convert_inputs() const;
   std::vector<DynamicSpec> convert_dynamic() const;
   const std::vector<PlannedInput>& inputs() const { return inputs_; }
+  // Roles read from the TorchScript graph: random lengths and offsets are then valid ones.
+  void set_roles(std::map<std::string, InputRole> roles) { roles_ = std::move(roles); }
 
  private:
   std::map<std::string, int64_t> sizes_for(int index) const;
@@ -44,6 +47,7 @@ class InputPlan {
   std::vector<PlannedInput> inputs_;
   std::map<std::string, int64_t> base_sizes_;
   std::map<std::string, bool> pinned_;  // labels fixed by a --data file
+  std::map<std::string, InputRole> roles_;
 };
 
 // The exclusive upper bound for integer values of graph value `name`, when it (or a cast,

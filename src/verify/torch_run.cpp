@@ -125,6 +125,7 @@ TorchModel::TorchModel(const std::string& pt_path, const std::function<void(cons
   Impl& m = *impl_;
   m.prep = load_and_prepare(pt_path, warn);
   m.plain = m.prep.graph->copy();
+  guard_rnns(*m.plain);
   m.instrumented = m.prep.graph->copy();
   // copy() keeps node order, so zipping the two node lists maps copied values to the names of
   // the prepared graph (unnamed values print as their unique id, which a copy renumbers).
@@ -153,6 +154,7 @@ TorchModel::TorchModel(const std::string& pt_path, const std::function<void(cons
       mutated_.insert(orig[k]->inputs()[0]->debugName());
   }
   m.plain_code = std::make_unique<tj::Code>(m.plain, "t2o_verify_plain");
+  guard_rnns(*m.instrumented);  // after the node lists are zipped: the checks add nodes
   m.capture_code = std::make_unique<tj::Code>(m.instrumented, "t2o_verify_capture");
 }
 
@@ -198,6 +200,16 @@ TorchRun TorchModel::run(const std::vector<std::pair<std::string, Tensor>>& inpu
     }  // dtypes without an ONNX counterpart are simply not compared
   }
   return r;
+}
+
+std::map<std::string, InputRole> TorchModel::input_roles() const {
+  const tj::Graph& g = *impl_->prep.graph;
+  std::vector<std::string> names;
+  for (const tj::Value* v : g.inputs()) {
+    std::string nm = v->debugName();
+    names.push_back(nm.substr(0, nm.find('.')));
+  }
+  return t2o::input_roles(g, names);
 }
 
 }  // namespace t2o

@@ -1,4 +1,5 @@
 #pragma once
+#include "torch/input_roles.h"
 // The PyTorch side of verify: the model prepared exactly as the converter prepares it (so value
 // names match the converter's ValueLinks), run in eval mode without autograd.
 #include <functional>
@@ -27,6 +28,8 @@ class TorchModel {
   TorchRun run(const std::vector<std::pair<std::string, Tensor>>& inputs, bool capture);
   // Values an in-place op writes to later: their captured copy is not what the ONNX value holds.
   const std::set<std::string>& mutated() const { return mutated_; }
+  // What each integer input feeds (packed-sequence lengths, offsets, ...), for valid random values.
+  std::map<std::string, InputRole> input_roles() const;
 
  private:
   struct Impl;

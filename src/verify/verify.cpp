@@ -59,6 +59,7 @@ class Verifier {
   Verifier(const std::string& pt, const std::string& onnx, const VerifyOptions& o)
       : opts_(o), model_(load_model(onnx)), torch_(pt, o.warn ? o.warn : std::function<void(const std::string&)>([](const std::string&) {})),
         plan_(model_.graph, o.inputs, o.dynamic, o.data) {
+    plan_.set_roles(torch_.input_roles());
     report_.pt_path = pt;
     report_.onnx_path = onnx;
     report_.backend = o.backend;
