@@ -41,6 +41,11 @@ std::optional<c10::IValue> default_of(const c10::Argument& a) {
   return *a.default_value();
 }
 
+// The --input dtype code of a number argument's 0-d input.
+const char* number_dtype_code(const c10::TypePtr& t) {
+  return t->kind() == c10::TypeKind::IntType ? "i64" : t->kind() == c10::TypeKind::FloatType ? "f64" : "bool";
+}
+
 // Builds one argument's example value and its graph-input names.
 c10::IValue example_arg(const c10::TypePtr& type, const std::string& name, const ConvertOptions& o,
                         const std::optional<c10::IValue>& dflt, std::vector<FlatInput>& flat,
@@ -79,8 +84,7 @@ c10::IValue example_arg(const c10::TypePtr& type, const std::string& name, const
     at::Tensor t = make(*s);
     if (t.numel() != 1)
       throw Error("input '" + name + "' is a number (" + type->str() + "): give it as " + name + ":scalar:" +
-                      (type->kind() == K::IntType ? "i64" : type->kind() == K::FloatType ? "f64" : "bool"),
-                  {}, kExitUsage);
+                      number_dtype_code(type), {}, kExitUsage);
     flat.push_back({name, s, true});
     if (type->kind() == K::IntType) return t.item<int64_t>();
     if (type->kind() == K::FloatType) return t.item<double>();
@@ -89,9 +93,7 @@ c10::IValue example_arg(const c10::TypePtr& type, const std::string& name, const
   if (dflt) return *dflt;
   if (type->kind() == K::OptionalType) return c10::IValue();
   throw Error("forward() argument '" + name + "' of type " + type->str() + " has no default",
-              "give it as an input: --input " + name + ":scalar:" +
-                  (type->kind() == K::IntType ? "i64" : type->kind() == K::FloatType ? "f64" : "bool") +
-                  " (or --data " + name + "=FILE.npy); tensors, tuples/lists of tensors and numbers can be inputs",
+              "give it as an input: --input " + name + ":scalar:" + number_dtype_code(type) + " (or --data " + name + "=FILE.npy); tensors, tuples/lists of tensors and numbers can be inputs",
               kExitUsage);
 }
 
@@ -390,12 +392,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
 
   // Example inputs for the profiling runs: one at the given sizes, one with dynamic axes moved.
   // Random values (inputs without --data) follow what each input feeds (input_roles.h).
-  std::vector<std::string> input_names;
-  for (const tj::Value* v : g.inputs()) {
-    std::string nm = v->debugName();
-    input_names.push_back(nm.substr(0, nm.find('.')));
-  }
-  const std::map<std::string, InputRole> roles = input_roles(g, input_names);
+  const std::map<std::string, InputRole> roles = input_roles(g);
   auto value_for = [&](const InputSpec& s, const Dims& dims, const std::function<std::optional<Dims>(const std::string&)>& dims_of) {
     auto r = roles.find(s.name);
     if (r != roles.end() && !opts.data.count(s.name))

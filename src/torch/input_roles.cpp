@@ -125,6 +125,15 @@ std::map<std::string, InputRole> input_roles(const tj::Graph& g, const std::vect
   return roles;
 }
 
+std::map<std::string, InputRole> input_roles(const tj::Graph& g) {
+  std::vector<std::string> names;
+  for (const tj::Value* v : g.inputs()) {
+    const std::string& nm = v->debugName();
+    names.push_back(nm.substr(0, nm.find('.')));
+  }
+  return input_roles(g, names);
+}
+
 std::optional<at::Tensor> role_value(const InputRole& r, const Dims& dims, at::ScalarType dtype,
                                      const std::function<std::optional<Dims>(const std::string&)>& dims_of) {
   bool integer = at::isIntegralType(dtype, /*includeBool=*/false);

@@ -28,6 +28,9 @@ struct InputRole {
 // Roles of the graph inputs, by input name; `names[i]` names graph input i (empty: not an input of
 // its own, e.g. a list part).
 std::map<std::string, InputRole> input_roles(const torch::jit::Graph& g, const std::vector<std::string>& names);
+// The same, naming each graph input after its debug name up to the first '.' (`lengths.1` -> lengths),
+// as forward()'s arguments are named.
+std::map<std::string, InputRole> input_roles(const torch::jit::Graph& g);
 
 // A random value of `dims` and `dtype` that fits the role; `dims_of` gives the dims other inputs
 // have in the same run. Empty when the role does not apply (then plain random values are used).

@@ -203,13 +203,7 @@ TorchRun TorchModel::run(const std::vector<std::pair<std::string, Tensor>>& inpu
 }
 
 std::map<std::string, InputRole> TorchModel::input_roles() const {
-  const tj::Graph& g = *impl_->prep.graph;
-  std::vector<std::string> names;
-  for (const tj::Value* v : g.inputs()) {
-    std::string nm = v->debugName();
-    names.push_back(nm.substr(0, nm.find('.')));
-  }
-  return t2o::input_roles(g, names);
+  return t2o::input_roles(*impl_->prep.graph);
 }
 
 }  // namespace t2o
