@@ -5,8 +5,6 @@
 #include <set>
 
 #include "onnx/tensor_io.h"
-#include "torch/context.h"
-#include "torch/profile.h"
 
 namespace t2o {
 
@@ -167,17 +165,15 @@ Sample InputPlan::make(int index, uint64_t seed) const {
     Dims dims = dims_in_sample(p);
     // Packed-sequence lengths and EmbeddingBag offsets follow the roles read from the TorchScript
     // graph (indices are bounded from the ONNX graph below).
-    if (auto r = roles_.find(p.name);
-        r != roles_.end() && dtype_is_integer(p.dtype) &&
-        (r->second.kind == InputRole::Kind::Lengths || r->second.kind == InputRole::Kind::Offsets)) {
-      at::manual_seed(seed * 1000003 + static_cast<uint64_t>(index));
-      auto v = role_value(r->second, dims, scalar_type_from_dtype(p.dtype), [&](const std::string& name) -> std::optional<Dims> {
-        for (const PlannedInput& q : inputs_)
-          if (q.name == name) return dims_in_sample(q);
-        return std::nullopt;
-      });
+    if (role_values_ && dtype_is_integer(p.dtype)) {
+      auto v = role_values_(p.name, dims, p.dtype, seed * 1000003 + static_cast<uint64_t>(index),
+                            [&](const std::string& name) -> std::optional<Dims> {
+                              for (const PlannedInput& q : inputs_)
+                                if (q.name == name) return dims_in_sample(q);
+                              return std::nullopt;
+                            });
       if (v) {
-        s.inputs.emplace_back(p.name, tensor_from_torch(*v));
+        s.inputs.emplace_back(p.name, std::move(*v));
         continue;
       }
     }

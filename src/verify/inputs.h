@@ -1,6 +1,7 @@
 #pragma once
 // Which inputs verify feeds, at which sizes, with which values: random per dtype by default
 // (integers kept inside what they index), from .npy files when given.
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -8,7 +9,6 @@
 
 #include "ir/graph.h"
 #include "torch/convert.h"
-#include "torch/input_roles.h"
 
 namespace t2o {
 
@@ -38,8 +38,14 @@ class InputPlan {
   std::vector<InputSpec> convert_inputs() const;
   std::vector<DynamicSpec> convert_dynamic() const;
   const std::vector<PlannedInput>& inputs() const { return inputs_; }
-  // Roles read from the TorchScript graph: random lengths and offsets are then valid ones.
-  void set_roles(std::map<std::string, InputRole> roles) { roles_ = std::move(roles); }
+  // Values for inputs whose role the TorchScript graph shows (packed-sequence lengths, EmbeddingBag
+  // offsets), so random ones are valid. The generator is given by the caller (verify.cpp, which
+  // links libtorch); it returns nothing for an input without such a role. `dims_of` gives the dims
+  // another input has in the same sample.
+  using DimsOf = std::function<std::optional<Dims>(const std::string&)>;
+  using RoleValueFn = std::function<std::optional<Tensor>(const std::string& name, const Dims& dims, DType dtype,
+                                                          uint64_t seed, const DimsOf& dims_of)>;
+  void set_role_values(RoleValueFn fn) { role_values_ = std::move(fn); }
 
  private:
   std::map<std::string, int64_t> sizes_for(int index) const;
@@ -47,7 +53,7 @@ class InputPlan {
   std::vector<PlannedInput> inputs_;
   std::map<std::string, int64_t> base_sizes_;
   std::map<std::string, bool> pinned_;  // labels fixed by a --data file
-  std::map<std::string, InputRole> roles_;
+  RoleValueFn role_values_;
 };
 
 // The exclusive upper bound for integer values of graph value `name`, when it (or a cast,

@@ -6,6 +6,8 @@
 #include "onnx/model_io.h"
 #include "passes/passes.h"
 #include "runtime/session.h"
+#include "torch/context.h"
+#include "torch/profile.h"
 #include "verify/inputs.h"
 #include "verify/ort_backend.h"
 #include "verify/torch_run.h"
@@ -59,7 +61,18 @@ class Verifier {
   Verifier(const std::string& pt, const std::string& onnx, const VerifyOptions& o)
       : opts_(o), model_(load_model(onnx)), torch_(pt, o.warn ? o.warn : std::function<void(const std::string&)>([](const std::string&) {})),
         plan_(model_.graph, o.inputs, o.dynamic, o.data) {
-    plan_.set_roles(torch_.input_roles());
+    plan_.set_role_values([roles = torch_.input_roles()](const std::string& name, const Dims& dims, DType dtype,
+                                                         uint64_t seed, const InputPlan::DimsOf& dims_of)
+                              -> std::optional<Tensor> {
+      auto r = roles.find(name);
+      if (r == roles.end() ||
+          (r->second.kind != InputRole::Kind::Lengths && r->second.kind != InputRole::Kind::Offsets))
+        return std::nullopt;
+      at::manual_seed(seed);
+      auto v = role_value(r->second, dims, scalar_type_from_dtype(dtype), dims_of);
+      if (!v) return std::nullopt;
+      return tensor_from_torch(*v);
+    });
     report_.pt_path = pt;
     report_.onnx_path = onnx;
     report_.backend = o.backend;
