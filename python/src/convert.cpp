@@ -3,7 +3,9 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "arrays.h"
@@ -58,26 +60,53 @@ struct Converted {
   std::vector<std::string> warnings, notes;
   std::vector<ValueLink> links;
 
-  // Graph inputs get the given names, in order (torch.onnx's input_names).
+  // The model's inputs in the order they had when converted: (name, removed as unread).
+  std::vector<std::pair<std::string, bool>> all_inputs() const {
+    std::vector<std::pair<std::string, bool>> r;
+    for (const ValueInfo* vi : model.graph.runtime_inputs()) r.emplace_back(vi->name, false);
+#ifdef T2O_HAVE_OPTIMIZER
+    std::vector<RemovedInput> gone = removed_inputs(model);
+    std::sort(gone.begin(), gone.end(), [](const auto& a, const auto& b) { return a.position < b.position; });
+    for (const RemovedInput& g : gone)
+      if (g.position >= 0 && static_cast<size_t>(g.position) <= r.size())
+        r.insert(r.begin() + g.position, {g.info.name, true});
+#endif
+    return r;
+  }
+
+  // Graph inputs get the given names, in order (torch.onnx's input_names); the order counts the
+  // inputs removed as unread too.
   void rename_inputs(const std::vector<std::string>& names) {
-    std::vector<const ValueInfo*> ins = model.graph.runtime_inputs();
+    std::vector<std::pair<std::string, bool>> ins = all_inputs();
     if (names.size() > ins.size())
       throw Error(std::to_string(names.size()) + " input names for " + std::to_string(ins.size()) + " model inputs",
                   "give at most one name per tensor in args, flattened depth-first", kExitUsage);
     std::set<std::string> taken;
     for (const Initializer& i : model.graph.initializers) taken.insert(i.name);
     for (const Node& n : model.graph.nodes) taken.insert(n.outputs.begin(), n.outputs.end());
-    for (size_t k = names.size(); k < ins.size(); ++k) taken.insert(ins[k]->name);  // inputs keeping theirs
+    for (size_t k = names.size(); k < ins.size(); ++k) taken.insert(ins[k].first);  // inputs keeping theirs
     std::set<std::string> seen;
     for (const auto& n : names) {
       if (!seen.insert(n).second) throw Error("input name '" + n + "' is given twice", {}, kExitUsage);
       if (taken.count(n)) throw Error("input name '" + n + "' is already a value of the model", "choose another", kExitUsage);
     }
     // Through fresh temporary names, so swapping two names works.
-    std::vector<std::string> from;
-    for (size_t k = 0; k < names.size(); ++k) from.push_back(ins[k]->name);
-    for (size_t k = 0; k < names.size(); ++k) rename_value_everywhere(from[k], "\x01" + std::to_string(k));
-    for (size_t k = 0; k < names.size(); ++k) rename_value_everywhere("\x01" + std::to_string(k), names[k]);
+    std::map<std::string, std::string> removed_names;
+    std::vector<size_t> kept;
+    for (size_t k = 0; k < names.size(); ++k) {
+      if (ins[k].second) removed_names[ins[k].first] = names[k];
+      else kept.push_back(k);
+    }
+    for (size_t k : kept) rename_value_everywhere(ins[k].first, "\x01" + std::to_string(k));
+    for (size_t k : kept) rename_value_everywhere("\x01" + std::to_string(k), names[k]);
+#ifdef T2O_HAVE_OPTIMIZER
+    if (!removed_names.empty()) {
+      std::vector<RemovedInput> gone = removed_inputs(model);
+      for (RemovedInput& g : gone)
+        if (auto it = removed_names.find(g.info.name); it != removed_names.end()) g.info.name = it->second;
+      set_removed_inputs(model, gone);
+    }
+#endif
   }
 
   void rename_value_everywhere(const std::string& from, const std::string& to) {
@@ -268,6 +297,14 @@ void init_convert(pyb::module_& m) {
       .def_property_readonly("parameter_count", [](const Converted& c) { return c.model.graph.parameter_count(); })
       .def_property_readonly("opset", [](const Converted& c) { return c.model.opset(); })
       .def("rename_inputs", &Converted::rename_inputs, pyb::arg("names"))
+      .def_property_readonly("all_inputs", &Converted::all_inputs)
+      .def("remove_unused_inputs", [](Converted& c) {
+        std::vector<std::pair<std::string, std::string>> r;
+#ifdef T2O_HAVE_OPTIMIZER
+        for (const RemovedInput& g : remove_unused_inputs(c.model)) r.emplace_back(g.info.name, unused_input_note(g.info.name));
+#endif
+        return r;
+      }, "Removes inputs the model does not read (as torch.onnx does); returns (name, note) for each.")
       .def("set_output_dims", &Converted::set_output_dims, pyb::arg("name"), pyb::arg("axes"))
       .def("save", [](const Converted& c, const std::string& path) {
         pyb::gil_scoped_release unlocked;

@@ -11,7 +11,7 @@ converter as the `torch2onnx` command line). See docs/python.md.
 import torch  # noqa: F401  (PyTorch loads libtorch its way before the native module links to it)
 
 from . import _torch2onnx as _native  # noqa: F401  (the native module: the C++ libraries)
-from ._errors import (ConversionWarning, Error, InputError, MismatchError, UnsupportedError,  # noqa: F401
+from ._errors import (ConversionWarning, Error, InputError, MismatchError, ModelRunError, UnsupportedError,  # noqa: F401
                       UsageError)
 from ._export import ExportResult, VerifyResult, export, verify  # noqa: F401
 from ._runtime import InferenceSession  # noqa: F401
@@ -21,5 +21,5 @@ __version__ = _native.__version__
 load_plugin = _native.load_plugin
 
 __all__ = ["export", "verify", "optimize", "quantize", "InferenceSession", "load_plugin", "Error",
-           "MismatchError", "UsageError", "UnsupportedError", "InputError", "ConversionWarning",
+           "MismatchError", "UsageError", "ModelRunError", "UnsupportedError", "InputError", "ConversionWarning",
            "ExportResult", "VerifyResult", "__version__"]

@@ -3,7 +3,9 @@
 ``args`` is a tensor or a tuple of positional arguments (tensors, nested tuples/lists of tensors,
 or Python values); a trailing dict in the tuple holds keyword arguments, as in torch.onnx. Graph
 inputs are the tensors, flattened depth-first and named like the converter names them (``x``,
-``state.0``, ``state.1``); Python values are baked into the graph as constants: traced, because
+``state.0``, ``state.1``). Python numbers (int, float, bool) are graph inputs too, 0-d int64 /
+double / bool tensors, as torch.onnx makes them; where the model cannot take them so (tracing or
+converting fails), they are baked in as constants like every other Python value: traced, because
 tracing does that; scripted, through a small scripted wrapper that passes them as literals.
 """
 import inspect
@@ -26,6 +28,35 @@ def split_args(args, kwargs):
         args = args[:-1]
     kw.update(kwargs or {})
     return tuple(args), kw
+
+
+def is_number(v):
+    return isinstance(v, (bool, int, float))
+
+
+def number_tensor(v):
+    """A Python number as the 0-d tensor torch.onnx makes of it (bool, int64, float64)."""
+    if isinstance(v, bool):
+        return torch.tensor(v)
+    if isinstance(v, int):
+        return torch.tensor(v, dtype=torch.int64)
+    return torch.tensor(v, dtype=torch.float64)
+
+
+def _numbers_as_tensors(v):
+    """v with the numbers in it (also inside tuples and lists) as 0-d tensors; others unchanged."""
+    if is_number(v):
+        return number_tensor(v)
+    if isinstance(v, (tuple, list)) and v:
+        items = [_numbers_as_tensors(e) for e in v]
+        return tuple(items) if isinstance(v, tuple) else items
+    return v
+
+
+def has_numbers(args, kwargs):
+    def walk(v):
+        return is_number(v) or (isinstance(v, (tuple, list)) and any(walk(e) for e in v))
+    return any(walk(a) for a in args) or any(walk(v) for v in kwargs.values())
 
 
 def is_tensor_tree(v):
@@ -108,8 +139,14 @@ def _literal(v):
 _wrapper_count = 0
 
 
-def _scripted_with_constants(sm, schema_args, given):
-    """A scripted wrapper calling `sm` with the non-tensor arguments as literals."""
+def _number_input(p, a, v):
+    """Whether scripted argument `a` given number `v` is a graph input (else it is baked in)."""
+    return p.numbers_as_inputs and is_number(v) and str(a.type) in ("int", "float", "bool")
+
+
+def _scripted_with_constants(p, sm, schema_args, given):
+    """A scripted wrapper calling `sm` with the non-tensor arguments as literals (numbers that are
+    graph inputs stay arguments)."""
     global _wrapper_count
     _wrapper_count += 1
     params, call = [], []
@@ -117,7 +154,7 @@ def _scripted_with_constants(sm, schema_args, given):
         if a.name not in given:
             continue
         v = given[a.name]
-        if is_tensor_tree(v):
+        if is_tensor_tree(v) or _number_input(p, a, v):
             params.append(f"{a.name}: {a.type.annotation_str}")
             call.append(a.name)
         else:
@@ -147,6 +184,7 @@ class Prepared:
         self.routing = Routing()
         self.warnings = []
         self.notes = []
+        self.numbers_as_inputs = False  # numbers of args became graph inputs
 
 
 def _mode_dependent(m):
@@ -189,9 +227,12 @@ def _warn_training(p, model):
     return bool(training)
 
 
-def prepare(model, args, kwargs, work_dir, script=False):
+def prepare(model, args, kwargs, work_dir, script=False, numbers_as_inputs=True):
+    """numbers_as_inputs: Python numbers in args become graph inputs (torch.onnx's way); when
+    False they are baked in as constants."""
     p = Prepared()
     args, kwargs = split_args(args, kwargs)
+    p.numbers_as_inputs = numbers_as_inputs and has_numbers(args, kwargs)
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not os.path.isfile(path):
@@ -231,6 +272,10 @@ def prepare(model, args, kwargs, work_dir, script=False):
 
 
 def _prepare_traced(p, model, args, kwargs, work_dir):
+    if p.numbers_as_inputs:
+        # As torch.onnx traces: the model gets 0-d tensors where args hold numbers.
+        args = tuple(_numbers_as_tensors(a) for a in args)
+        kwargs = {k: _numbers_as_tensors(v) for k, v in kwargs.items()}
     sig = inspect.signature(model.forward)
     bound = _bind(sig, args, kwargs, f"{type(model).__name__}.forward")
     # Tracing names inputs after forward's parameters only when all are plain positional ones.
@@ -297,10 +342,12 @@ def _save_scripted(p, sm, args, kwargs, work_dir, keep_file):
         v = given[a.name]
         if is_tensor_tree(v):
             flatten(a.name, v, flat)
+        elif _number_input(p, a, v):
+            flat.append((a.name, number_tensor(v)))  # a 0-d input of the converted model
         elif not (a.has_default_value() and a.default_value == v):
             needs_wrapper = True
     if needs_wrapper:
-        sm = _scripted_with_constants(sm, schema_args, given).eval()
+        sm = _scripted_with_constants(p, sm, schema_args, given).eval()
         keep_file = False
     p.inputs = flat
     if not keep_file:

@@ -6,6 +6,13 @@ Every error carries the CLI's one-line ``message``, its ``hint`` (may be empty) 
 """
 
 
+try:  # torch.onnx's exporter error, so code written against torch.onnx.export catches ours too
+    from torch.onnx.errors import OnnxExporterError as _ExporterError
+except ImportError:  # pragma: no cover - torch without torch.onnx
+    class _ExporterError(RuntimeError):
+        pass
+
+
 class Error(Exception):
     """A torch2onnx failure, with the CLI's message, hint and exit code."""
 
@@ -34,8 +41,15 @@ class UsageError(Error, ValueError):
     exit_code = 2
 
 
-class UnsupportedError(Error):
-    """Something torch2onnx cannot convert or run (exit code 3)."""
+class ModelRunError(UsageError, RuntimeError):
+    """The model itself fails on the example args (exit code 2): PyTorch's error, so also a
+    RuntimeError, as calling the model or torch.onnx.export would raise."""
+
+
+class UnsupportedError(Error, _ExporterError):
+    """Something torch2onnx cannot convert or run (exit code 3). Also a
+    torch.onnx.errors.OnnxExporterError (a RuntimeError), as torch.onnx raises for what it cannot
+    export."""
 
     exit_code = 3
 
@@ -51,6 +65,8 @@ _BY_CODE = {1: MismatchError, 2: UsageError, 3: UnsupportedError, 4: InputError}
 
 def from_native(code, message, hint):
     """The exception for an error raised by the C++ libraries (called by the native module)."""
+    if code == 2 and message.startswith("the model fails on"):
+        return ModelRunError(message, hint, code)
     return _BY_CODE.get(code, Error)(message, hint, code)
 
 

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from . import _torch2onnx as _native
-from ._args import prepare
+from ._args import has_numbers, prepare, split_args
 from ._errors import ConversionWarning, MismatchError, UnsupportedError, UsageError
 
 # torch.onnx.export options that have one meaning here: accepted at the value torch2onnx always
@@ -184,26 +184,43 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
         warnings.warn(message, ConversionWarning, stacklevel=3)
 
     with tempfile.TemporaryDirectory(prefix="torch2onnx-") as work:
-        prep = prepare(model, args, kwargs, work, script=script)
+
+        def attempt(numbers_as_inputs):
+            """prepare + convert; warnings are kept until the attempt succeeds."""
+            said = []
+            prep = prepare(model, args, kwargs, work, script=script, numbers_as_inputs=numbers_as_inputs)
+            names = [n for n, _ in prep.inputs]
+            final_inputs = list(input_names or [])
+            if len(final_inputs) > len(names):
+                raise UsageError(f"{len(final_inputs)} input_names for {len(names)} tensor inputs "
+                                 f"({', '.join(names)})", "give one name per tensor in args, flattened depth-first")
+            final_inputs += names[len(final_inputs):]
+            by_final = dict(zip(final_inputs, names))
+            ins_dyn, outs_dyn = _dynamic_specs(dynamic_axes, final_inputs)
+            conv = _native.convert(
+                prep.pt_path, opset=opset_version,
+                data={n: _numpy(t) for n, t in prep.inputs},
+                dynamic={by_final[n]: axes for n, axes in ins_dyn.items()},
+                output_names=list(output_names or []), custom_ops=prep.routing.specs + list(custom_ops or []),
+                plugins=[os.fspath(p) for p in plugins or []], weights=os.fspath(weights) if weights else "",
+                warn=said.append)
+            return prep, final_inputs, by_final, ins_dyn, outs_dyn, conv, said
+
+        try:
+            prep, final_inputs, by_final, ins_dyn, outs_dyn, conv, said = attempt(True)
+        except (UnsupportedError, UsageError) as first:
+            if not has_numbers(*split_args(args, kwargs)):
+                raise
+            # The numbers cannot be inputs of this model (e.g. sizes a traced model needs as ints):
+            # bake them in, as for every other Python value.
+            prep, final_inputs, by_final, ins_dyn, outs_dyn, conv, said = attempt(False)
+            said.insert(0, "the Python numbers among the example args are baked into the model as constants: with "
+                           f"them as inputs, export failed ({first.message})")
         for w in prep.warnings:
             warn(w)
+        for w in said:
+            warn(w)
         result.notes += prep.notes
-        names = [n for n, _ in prep.inputs]
-        final_inputs = list(input_names or [])
-        if len(final_inputs) > len(names):
-            raise UsageError(f"{len(final_inputs)} input_names for {len(names)} tensor inputs "
-                             f"({', '.join(names)})", "give one name per tensor in args, flattened depth-first")
-        final_inputs += names[len(final_inputs):]
-        by_final = dict(zip(final_inputs, names))
-        out_names = list(output_names or [])
-        ins_dyn, outs_dyn = _dynamic_specs(dynamic_axes, final_inputs)
-        conv = _native.convert(
-            prep.pt_path, opset=opset_version,
-            data={n: _numpy(t) for n, t in prep.inputs},
-            dynamic={by_final[n]: axes for n, axes in ins_dyn.items()},
-            output_names=out_names, custom_ops=prep.routing.specs + list(custom_ops or []),
-            plugins=[os.fspath(p) for p in plugins or []], weights=os.fspath(weights) if weights else "",
-            warn=warn)
         for w in conv.warnings:
             if w not in result.warnings:
                 result.warnings.append(w)
@@ -219,11 +236,16 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
                                               atol=atol)
         if input_names:
             conv.rename_inputs(final_inputs)
+        if result.optimization is not None:
+            # As torch.onnx does: inputs the optimized graph no longer reads are not model inputs.
+            result.notes += [note for _, note in conv.remove_unused_inputs()]
         shapes = {o[0]: o[2] for o in conv.outputs}
         for name, (labels, given) in outs_dyn.items():
             if name not in shapes:
-                raise UsageError(f"dynamic_axes names '{name}', which is neither an input nor an output",
-                                 f"inputs: {', '.join(final_inputs)}; outputs: {', '.join(shapes)}")
+                # torch.onnx warns and goes on; so do we.
+                warn(f"dynamic_axes names '{name}', which is neither an input nor an output of the model; ignored "
+                     f"(inputs: {', '.join(final_inputs)}; outputs: {', '.join(shapes)})")
+                continue
             current = shapes[name]
             # List form: the converter's symbolic dims already say which outputs follow which input.
             wanted = {a: l for a, l in labels.items()
@@ -264,10 +286,13 @@ def verify(model, onnx_path, args, *, kwargs=None, script=False, samples=1, rtol
     for p in plugins or []:
         _native.load_plugin(os.fspath(p))
     with tempfile.TemporaryDirectory(prefix="torch2onnx-") as work:
-        prep = prepare(model, args, kwargs, work, script=script)
-        names = [n for n, _ in prep.inputs]
         info = _native.load_model_info(os.fspath(onnx_path))
-        onnx_inputs = [i[0] for i in info.inputs]
+        onnx_inputs = [name for name, _ in info.all_inputs]  # with the inputs removed as unread
+        prep = prepare(model, args, kwargs, work, script=script)
+        if prep.numbers_as_inputs and len(prep.inputs) != len(onnx_inputs):
+            # Exported with the numbers of args baked in (export's fallback).
+            prep = prepare(model, args, kwargs, work, script=script, numbers_as_inputs=False)
+        names = [n for n, _ in prep.inputs]
         if len(onnx_inputs) != len(names):
             raise UsageError(f"the ONNX model has {len(onnx_inputs)} inputs but args hold {len(names)} tensors",
                              "pass the args the model was exported with")

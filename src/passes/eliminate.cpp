@@ -235,3 +235,113 @@ int eliminate_noop(Model& m, PassContext& ctx) {
 }
 
 }  // namespace t2o::passes
+
+namespace t2o {
+
+const char* const kRemovedInputsKey = "torch2onnx.removed_inputs";
+
+std::vector<RemovedInput> remove_unused_inputs(Model& m) {
+  Graph& g = m.graph;
+  passes::Uses u(g);
+  std::set<std::string> inits;
+  for (const auto& i : g.initializers) inits.insert(i.name);
+  std::vector<RemovedInput> removed = removed_inputs(m);
+  std::vector<ValueInfo> kept;
+  std::vector<RemovedInput> now;
+  // Positions count every input the model had before any removal.
+  int position = 0;
+  auto skip_removed = [&] {
+    for (bool again = true; again;) {
+      again = false;
+      for (const RemovedInput& r : removed)
+        if (r.position == position) ++position, again = true;
+    }
+  };
+  for (ValueInfo& in : g.inputs) {
+    bool is_init = inits.count(in.name) > 0;
+    if (!is_init) skip_removed();
+    // Only plain inputs with a static shape: a symbolic dim means the caller decides its size.
+    bool static_shape = in.type.kind == Type::Kind::Tensor && in.type.shape &&
+                        std::all_of(in.type.shape->dims.begin(), in.type.shape->dims.end(),
+                                    [](const Dim& d) { return d.is_static(); });
+    if (!is_init && static_shape && u.count(in.name) == 0) now.push_back({in, position});
+    else kept.push_back(std::move(in));
+    if (!is_init) ++position;
+  }
+  g.inputs = std::move(kept);
+  if (now.empty()) return now;
+  removed.insert(removed.end(), now.begin(), now.end());
+  set_removed_inputs(m, removed);
+  return now;
+}
+
+void set_removed_inputs(Model& m, const std::vector<RemovedInput>& removed) {
+  std::string record;
+  for (const RemovedInput& r : removed) {
+    std::string dims;
+    for (const Dim& d : r.info.type.shape->dims) {
+      if (!dims.empty()) dims += ',';
+      dims += std::to_string(d.value);
+    }
+    record += r.info.name + "\t" + std::string(dtype_name(r.info.type.elem)) + "\t" + dims + "\t" +
+              std::to_string(r.position) + "\n";
+  }
+  auto it = std::find_if(m.metadata_props.begin(), m.metadata_props.end(),
+                         [](const auto& p) { return p.first == kRemovedInputsKey; });
+  if (record.empty()) {
+    if (it != m.metadata_props.end()) m.metadata_props.erase(it);
+  } else if (it != m.metadata_props.end()) {
+    it->second = record;
+  } else {
+    m.metadata_props.emplace_back(kRemovedInputsKey, record);
+  }
+}
+
+std::string unused_input_note(const std::string& name) {
+  return "input '" + name + "' is not read by the optimized model (only its fixed shape was, or nothing) and was "
+         "removed, as torch.onnx removes such inputs; to keep it, make one of its axes dynamic or turn the optimizer off "
+         "(--no-optimize, optimize=False)";
+}
+
+std::vector<RemovedInput> removed_inputs(const Model& m) {
+  std::vector<RemovedInput> r;
+  auto fields = [](const std::string& line) {
+    std::vector<std::string> f;
+    size_t p = 0;
+    for (size_t t; (t = line.find('\t', p)) != std::string::npos; p = t + 1) f.push_back(line.substr(p, t - p));
+    f.push_back(line.substr(p));
+    return f;
+  };
+  for (const auto& [k, v] : m.metadata_props) {
+    if (k != kRemovedInputsKey) continue;
+    size_t pos = 0;
+    while (pos < v.size()) {
+      size_t end = v.find('\n', pos);
+      if (end == std::string::npos) end = v.size();
+      std::vector<std::string> f = fields(v.substr(pos, end - pos));
+      pos = end + 1;
+      if (f.size() != 4) continue;
+      DType dt = dtype_from_name(f[1]);
+      if (dt == DType::Undefined) continue;
+      Shape s;
+      try {
+        for (size_t p = 0; p < f[2].size();) {
+          size_t c = f[2].find(',', p);
+          if (c == std::string::npos) c = f[2].size();
+          s.dims.push_back(Dim::fixed(std::stoll(f[2].substr(p, c - p))));
+          p = c + 1;
+        }
+        RemovedInput ri;
+        ri.info.name = f[0];
+        ri.info.type = Type::tensor(dt, s);
+        ri.position = std::stoi(f[3]);
+        r.push_back(ri);
+      } catch (const std::exception&) {
+        continue;  // a damaged record: that input is simply not known
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace t2o

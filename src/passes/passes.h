@@ -88,6 +88,21 @@ OptimizeReport optimize_converted(Model& m, const std::map<std::string, Dims>& i
                                   const std::map<std::string, Tensor>& input_data,
                                   const std::function<void(const std::string&)>& warn);
 
+// Graph inputs of static shape that nothing reads once the graph is optimized (an input only
+// read for its shape, now folded, or one the model ignores) are removed, as torch.onnx removes
+// them. Each one is recorded in the model's metadata (`torch2onnx.removed_inputs`) with its place
+// among the inputs, so that verify can still give it to PyTorch. Returns the inputs removed now.
+struct RemovedInput {
+  ValueInfo info;
+  int position = 0;  // index among the model's inputs before any was removed
+};
+std::vector<RemovedInput> remove_unused_inputs(Model& m);
+// What convert says of a removed input.
+std::string unused_input_note(const std::string& name);
+// The inputs recorded by remove_unused_inputs, and rewriting that record (after renaming).
+std::vector<RemovedInput> removed_inputs(const Model& m);
+void set_removed_inputs(Model& m, const std::vector<RemovedInput>& removed);
+
 // The context a pass runs in: the rewrite gate (which the proof uses to find the first bad
 // rewrite of a pass), the model's inferred types, and fresh names.
 class PassContext {

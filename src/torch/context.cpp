@@ -150,8 +150,15 @@ int Ctx::rank(const TNode* n, size_t i) const {
 DType Ctx::out_dtype(const TNode* n, size_t k) const {
   const Observed* o = prof_.get(n->output(k));
   if (o && o->dtype != DType::Undefined) return o->dtype;
-  // Never executed (an If branch the example inputs did not take): assume the type of the
-  // tensor operands, which holds for the elementwise ops such branches mostly contain.
+  // Never executed (an If branch the example inputs did not take). A number's type is its
+  // TorchScript type; a tensor takes the type of the tensor operands, which holds for the
+  // elementwise ops such branches mostly contain.
+  switch (n->output(k)->type()->kind()) {
+    case c10::TypeKind::IntType: return DType::Int64;
+    case c10::TypeKind::FloatType: return DType::Float;
+    case c10::TypeKind::BoolType: return DType::Bool;
+    default: break;
+  }
   DType t = DType::Undefined;
   for (const TValue* v : n->inputs()) {
     const TV& tv = get(v);
@@ -166,6 +173,11 @@ int Ctx::out_rank(const TNode* n, size_t k) const { return static_cast<int>(out_
 
 std::vector<int64_t> Ctx::out_shape(const TNode* n, size_t k) const {
   const Observed* o = prof_.get(n->output(k));
+  if (!o) {
+    auto kind = n->output(k)->type()->kind();
+    if (kind == c10::TypeKind::IntType || kind == c10::TypeKind::FloatType || kind == c10::TypeKind::BoolType)
+      return {};  // a number: 0-d
+  }
   if (!o || !o->rank_known)
     throw UnsupportedError(std::string(n->kind().toQualString()) + ": output shape unknown (never executed?)");
   return o->sizes;

@@ -459,28 +459,44 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   if (!opts.dynamic.empty()) {
     std::optional<Error> failure;
     bool any = false;
+    auto resized_runs = [&](const ConvertOptions& o, std::vector<Resize> hows) {
+      for (Resize how : hows) {
+        std::vector<FlatInput> flat2;
+        tj::Stack run2;
+        at::manual_seed(1);
+        for (const auto& arg : prep.arguments)
+          run2.push_back(example_arg(arg.type(), arg.name(), o, default_of(arg), flat2, [&](const InputSpec& s) {
+            return value_for(s, alternate_dims(s, o, how), [&](const std::string& name) -> std::optional<Dims> {
+              if (const InputSpec* sp = find_spec(o, name)) return alternate_dims(*sp, o, how);
+              return std::nullopt;
+            });
+          }));
+        try {
+          profile_run(run2, flat2, true);
+          any = true;
+        } catch (const Error& e) {
+          if (!failure) failure = e;
+        }
+      }
+    };
     std::set<std::string> labels;
     for (const DynamicSpec& ds : opts.dynamic)
       for (const auto& axis_label : ds.axes) labels.insert(axis_label.second);
     bool several = labels.size() > 1;
-    for (Resize how : {Resize::PlusOne, Resize::Doubled, Resize::Skewed, Resize::SkewedBack}) {
-      if ((how == Resize::Skewed || how == Resize::SkewedBack) && !several) continue;
-      std::vector<FlatInput> flat2;
-      tj::Stack run2;
-      at::manual_seed(1);
-      for (const auto& arg : prep.arguments)
-        run2.push_back(example_arg(arg.type(), arg.name(), opts, default_of(arg), flat2, [&](const InputSpec& s) {
-          return value_for(s, alternate_dims(s, opts, how), [&](const std::string& name) -> std::optional<Dims> {
-            if (const InputSpec* sp = find_spec(opts, name)) return alternate_dims(*sp, opts, how);
-            return std::nullopt;
-          });
-        }));
-      try {
-        profile_run(run2, flat2, true);
-        any = true;
-      } catch (const Error& e) {
-        if (!failure) failure = e;
-      }
+    if (several) resized_runs(opts, {Resize::PlusOne, Resize::Doubled, Resize::Skewed, Resize::SkewedBack});
+    else resized_runs(opts, {Resize::PlusOne, Resize::Doubled});
+    if (!any && several) {
+      // Axes under different labels that must stay equal (an RNN's input batch and its h0 batch,
+      // labelled apart as torch.onnx's list form does): axes of equal size move together.
+      ConvertOptions same = opts;
+      for (DynamicSpec& ds : same.dynamic)
+        if (const InputSpec* s = find_spec(opts, ds.input))
+          for (auto& [axis, label] : ds.axes) {
+            int a = axis < 0 ? axis + static_cast<int>(s->dims.size()) : axis;
+            if (a >= 0 && a < static_cast<int>(s->dims.size()))
+              label = "\x01size" + std::to_string(s->dims[static_cast<size_t>(a)]);
+          }
+      resized_runs(same, {Resize::PlusOne, Resize::Doubled});
     }
     if (!any) throw *failure;
   }

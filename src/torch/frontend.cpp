@@ -104,6 +104,7 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
 
   auto& g = p.graph;
   tj::Inline(*g);
+  dynamic_default_rnn_states(*g);
   std::vector<std::string> assigned = thread_module_state(*g, frozen._ivalue());
   if (!assigned.empty()) {
     std::string list;

@@ -29,6 +29,10 @@ std::vector<std::string> thread_module_state(torch::jit::Graph& g, const c10::IV
 // inference semantics. Returns one line per kind of change, naming the modules.
 std::vector<std::string> to_inference_semantics(torch::jit::Graph& g);
 
+// RNNs traced without an initial state start from zeros of the traced batch size: those zeros
+// are rebuilt from the batch the RNN gets, so the model runs at any batch. Returns how many RNNs.
+int dynamic_default_rnn_states(torch::jit::Graph& g);
+
 // Ops of newer PyTorch releases (e.g. aten::scaled_dot_product_attention), so files saved by them load.
 void register_newer_torch_ops();
 

@@ -68,12 +68,17 @@ std::optional<int64_t> index_bound(const Graph& g, const std::string& name, cons
 }
 
 InputPlan::InputPlan(const Graph& graph, const std::vector<InputSpec>& specs,
-                     const std::vector<DynamicSpec>& dynamic, const std::map<std::string, std::string>& data_files)
+                     const std::vector<DynamicSpec>& dynamic, const std::map<std::string, std::string>& data_files,
+                     const std::vector<ValueInfo>& removed)
     : graph_(graph) {
   std::set<std::string> known;
-  for (const ValueInfo* vi : graph.runtime_inputs()) {
+  std::vector<std::pair<const ValueInfo*, bool>> all;
+  for (const ValueInfo* vi : graph.runtime_inputs()) all.emplace_back(vi, true);
+  for (const ValueInfo& vi : removed) all.emplace_back(&vi, false);
+  for (const auto& [vi, in_onnx] : all) {
     known.insert(vi->name);
     PlannedInput p;
+    p.onnx = in_onnx;
     p.name = vi->name;
     p.dtype = vi->type.elem;
     if (!vi->type.shape && !find_spec(specs, p.name) && !data_files.count(p.name))
@@ -146,6 +151,12 @@ std::map<std::string, int64_t> InputPlan::sizes_for(int index) const {
   return sizes;
 }
 
+std::vector<std::pair<std::string, Tensor>> Sample::torch_inputs() const {
+  auto all = inputs;
+  all.insert(all.end(), torch_only.begin(), torch_only.end());
+  return all;
+}
+
 Sample InputPlan::make(int index, uint64_t seed) const {
   Sample s;
   s.sizes = sizes_for(index);
@@ -159,7 +170,7 @@ Sample InputPlan::make(int index, uint64_t seed) const {
   };
   for (const PlannedInput& p : inputs_) {
     if (p.data) {
-      s.inputs.emplace_back(p.name, *p.data);
+      (p.onnx ? s.inputs : s.torch_only).emplace_back(p.name, *p.data);
       continue;
     }
     Dims dims = dims_in_sample(p);
@@ -173,7 +184,7 @@ Sample InputPlan::make(int index, uint64_t seed) const {
                               return std::nullopt;
                             });
       if (v) {
-        s.inputs.emplace_back(p.name, std::move(*v));
+        (p.onnx ? s.inputs : s.torch_only).emplace_back(p.name, std::move(*v));
         continue;
       }
     }
@@ -194,7 +205,7 @@ Sample InputPlan::make(int index, uint64_t seed) const {
         else d[i] = T(normal(rng));
       }
     });
-    s.inputs.emplace_back(p.name, std::move(t));
+    (p.onnx ? s.inputs : s.torch_only).emplace_back(p.name, std::move(t));
   }
   return s;
 }

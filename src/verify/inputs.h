@@ -18,18 +18,23 @@ struct PlannedInput {
   Dims base;                        // sizes of sample 0
   std::vector<std::string> labels;  // per axis: dynamic label, or "" for a fixed axis
   std::optional<Tensor> data;       // from --data: every sample uses it
+  bool onnx = true;                 // false: removed from the ONNX model (unread), PyTorch still takes it
 };
 
 struct Sample {
   std::vector<std::pair<std::string, Tensor>> inputs;  // in ONNX graph-input order
+  std::vector<std::pair<std::string, Tensor>> torch_only;  // inputs the ONNX model no longer takes
+  // What PyTorch runs on: every input.
+  std::vector<std::pair<std::string, Tensor>> torch_inputs() const;
   std::map<std::string, int64_t> sizes;                // dynamic label -> size in this sample
 };
 
 class InputPlan {
  public:
-  // `graph` is the ONNX graph being verified; its runtime inputs are what we feed.
+  // `graph` is the ONNX graph being verified; its runtime inputs are what we feed. `removed` are
+  // inputs the converter removed as unread (remove_unused_inputs): only PyTorch gets them.
   InputPlan(const Graph& graph, const std::vector<InputSpec>& specs, const std::vector<DynamicSpec>& dynamic,
-            const std::map<std::string, std::string>& data_files);
+            const std::map<std::string, std::string>& data_files, const std::vector<ValueInfo>& removed = {});
 
   // Sample 0 is at the base sizes; later samples move every dynamic size not pinned by --data.
   Sample make(int index, uint64_t seed) const;

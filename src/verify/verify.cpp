@@ -32,6 +32,12 @@ std::pair<std::string, std::string> split_doc(const std::string& doc) {
   return {doc.substr(0, sp), doc.substr(sp + 1)};
 }
 
+std::vector<ValueInfo> removed_infos(const Model& m) {
+  std::vector<ValueInfo> r;
+  for (const RemovedInput& i : removed_inputs(m)) r.push_back(i.info);
+  return r;
+}
+
 std::map<std::string, RValue> feeds(const Sample& s) {
   std::map<std::string, RValue> r;
   for (const auto& [n, t] : s.inputs) r[n] = RValue(t);
@@ -60,7 +66,7 @@ class Verifier {
  public:
   Verifier(const std::string& pt, const std::string& onnx, const VerifyOptions& o)
       : opts_(o), model_(load_model(onnx)), torch_(pt, o.warn ? o.warn : std::function<void(const std::string&)>([](const std::string&) {})),
-        plan_(model_.graph, o.inputs, o.dynamic, o.data) {
+        plan_(model_.graph, o.inputs, o.dynamic, o.data, removed_infos(model_)) {
     plan_.set_role_values([roles = torch_.input_roles()](const std::string& name, const Dims& dims, DType dtype,
                                                          uint64_t seed, const InputPlan::DimsOf& dims_of)
                               -> std::optional<Tensor> {
@@ -90,7 +96,7 @@ class Verifier {
       Sample s = plan_.make(k, opts_.seed);
       TorchRun t;
       try {
-        t = torch_.run(s.inputs, false);
+        t = torch_.run(s.torch_inputs(), false);
       } catch (const Error& e) {
         if (k == 0) throw;
         // Moved dynamic sizes can be invalid for a model (e.g. a fixed positional table).
@@ -165,6 +171,7 @@ class Verifier {
         for (const auto& in : co.inputs) sizes[in.name] = in.dims;
         Model opt = cr.model;
         optimize_converted(opt, sizes, {}, {});
+        remove_unused_inputs(opt);
         if (structure_difference(opt.graph, model_.graph).empty()) return cr.links;
       }
       if (!diff.empty()) {
@@ -205,7 +212,7 @@ class Verifier {
     std::map<std::string, const ValueLink*> by_onnx;
     for (const ValueLink& l : *lk)
       if (!torch_.mutated().count(l.torch_value)) by_onnx.emplace(l.onnx_name, &l);
-    TorchRun t = torch_.run(s.inputs, true);
+    TorchRun t = torch_.run(s.torch_inputs(), true);
     Session sess(model_);
     std::map<std::string, RValue> all = sess.run_all(feeds(s));
     auto check = [&](const std::string& name, ValueCheck& vc) {

@@ -1,5 +1,6 @@
 """torch2onnx.export with torch.onnx.export's arguments: the forms of args, names, dynamic_axes,
-file objects, traced / scripted / saved models, Python values baked as constants, verification."""
+file objects, traced / scripted / saved models, Python numbers as inputs (other Python values
+baked as constants), inputs the model does not read, verification."""
 import io
 
 import numpy as np
@@ -97,19 +98,27 @@ def test_nested_args_python_values_and_kwargs_traced(tmp_path):
     m = Tupled().eval()
     x, h, b = torch.randn(2, 4), torch.randn(2, 5), torch.randn(2, 5)
     p = tmp_path / "tupled.onnx"
-    # A trailing dict holds keyword arguments; Python values are baked in as constants.
+    # A trailing dict holds keyword arguments. A Python number is an input (a 0-d double, as
+    # torch.onnx makes it); a string is baked in as a constant.
     r = torch2onnx.export(m, (x, (h, b), {"scale": 0.5, "mode": "mean"}), p)
-    assert r.input_names == ["x", "state.0", "state.1"]
+    assert r.input_names == ["x", "state.0", "state.1", "scale"]
     assert r.output_names == ["output.0", "output.1", "output.2"]
-    got = torch2onnx.InferenceSession(p).run(None, {"x": x.numpy(), "state.0": h.numpy(), "state.1": b.numpy()})
-    with torch.no_grad():
-        want = m(x, (h, b), scale=0.5, mode="mean")
-    for g, w in zip(got, [want[0], *want[1]]):
-        np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
+    model = onnx.load(str(p))
+    assert model.graph.input[3].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+    assert dims(model.graph.input[3]) == []
+    feeds = {"x": x.numpy(), "state.0": h.numpy(), "state.1": b.numpy()}
+    for scale in (0.5, 3.0):  # the number is read at run time, not frozen at its example value
+        got = torch2onnx.InferenceSession(p).run(None, dict(feeds, scale=np.array(scale)))
+        with torch.no_grad():
+            want = m(x, (h, b), scale=scale, mode="mean")
+        for g, w in zip(got, [want[0], *want[1]]):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
     # The same through kwargs=, under input names of our own.
-    r2 = torch2onnx.export(m, (x, (h, b)), tmp_path / "t2.onnx", kwargs={"scale": 2.0}, input_names=["a", "b", "c"])
-    assert r2.input_names == ["a", "b", "c"]
-    got2 = torch2onnx.InferenceSession(r2.path).run(["output.0"], {"a": x.numpy(), "b": h.numpy(), "c": b.numpy()})
+    r2 = torch2onnx.export(m, (x, (h, b)), tmp_path / "t2.onnx", kwargs={"scale": 2.0},
+                           input_names=["a", "b", "c", "s"])
+    assert r2.input_names == ["a", "b", "c", "s"]
+    got2 = torch2onnx.InferenceSession(r2.path).run(["output.0"], {"a": x.numpy(), "b": h.numpy(), "c": b.numpy(),
+                                                                   "s": np.array(2.0)})
     np.testing.assert_allclose(got2[0], m(x, (h, b), scale=2.0)[0].detach().numpy(), rtol=1e-4, atol=1e-5)
     assert torch2onnx.verify(m, r2.path, (x, (h, b)), kwargs={"scale": 2.0}).ok
 
@@ -124,17 +133,57 @@ class Looping(torch.nn.Module):
 def test_scripted_with_python_values_and_script_modules(tmp_path):
     x = torch.randn(3, 4)
     r = torch2onnx.export(Looping(), (x, 3, 0.25), tmp_path / "loop.onnx", script=True, verify=True)
-    assert r.input_names == ["x"] and r.verification.ok
-    (got,) = run(r.path, x.numpy())
-    np.testing.assert_allclose(got, Looping()(x, 3, 0.25).numpy(), rtol=1e-5, atol=1e-6)
+    assert r.input_names == ["x", "steps", "offset"] and r.verification.ok
+    for steps in (3, 5):  # the loop count is an input of the ONNX model
+        (got,) = run(r.path, x.numpy(), np.array(steps), np.array(0.25))
+        np.testing.assert_allclose(got, Looping()(x, steps, 0.25).numpy(), rtol=1e-5, atol=1e-6)
     # A ScriptModule as it is, and the .pt file it saves to.
     sm = torch.jit.script(Looping())
     r2 = torch2onnx.export(sm, (x, 2), tmp_path / "loop2.onnx")
-    np.testing.assert_allclose(run(r2.path, x.numpy())[0], Looping()(x, 2).numpy(), rtol=1e-5, atol=1e-6)
+    assert r2.input_names == ["x", "steps"]
+    np.testing.assert_allclose(run(r2.path, x.numpy(), np.array(2))[0], Looping()(x, 2).numpy(), rtol=1e-5, atol=1e-6)
     sm.save(str(tmp_path / "loop.pt"))
     r3 = torch2onnx.export(str(tmp_path / "loop.pt"), (x, 2), tmp_path / "loop3.onnx", input_names=["inp"])
-    assert r3.input_names == ["inp"]
-    np.testing.assert_allclose(run(r3.path, x.numpy())[0], Looping()(x, 2).numpy(), rtol=1e-5, atol=1e-6)
+    assert r3.input_names == ["inp", "steps"]
+    np.testing.assert_allclose(run(r3.path, x.numpy(), np.array(2))[0], Looping()(x, 2).numpy(), rtol=1e-5, atol=1e-6)
+
+
+class ByLevel(torch.nn.Module):
+    scales = {1: 0.5, 3: 2.0}
+
+    def forward(self, x, level: int):
+        return x * self.scales[level]
+
+
+def test_numbers_the_model_needs_as_python_ints_are_baked(tmp_path):
+    # Traced with a tensor in place of `level`, the dict lookup fails: the number is baked in
+    # instead, with a warning that says so.
+    x = torch.randn(4, 6)
+    with pytest.warns(torch2onnx.ConversionWarning, match="baked into the model as constants"):
+        r = torch2onnx.export(ByLevel(), (x, 3), tmp_path / "level.onnx")
+    assert r.input_names == ["x"]
+    np.testing.assert_allclose(run(r.path, x.numpy())[0], ByLevel()(x, 3).numpy(), rtol=1e-6)
+
+
+class ShapeOnly(torch.nn.Module):
+    def forward(self, x, like):
+        return x + torch.ones(like.shape[0], 1)
+
+
+def test_inputs_only_read_for_their_shape_are_removed(tmp_path):
+    # As torch.onnx does: with a fixed shape, `like` is never read, so it is not an input.
+    x, like = torch.randn(3, 4), torch.randn(3, 7)
+    r = torch2onnx.export(ShapeOnly(), (x, like), tmp_path / "s.onnx", input_names=["x", "like"], verify=True)
+    assert r.input_names == ["x"] and r.verification.ok
+    assert any("input 'like' is not read" in n for n in r.notes)
+    np.testing.assert_allclose(run(r.path, x.numpy())[0], (x + 1).numpy(), rtol=1e-6)
+    assert torch2onnx.verify(ShapeOnly(), r.path, (x, like)).ok
+    # A dynamic axis keeps it: its size is read at run time.
+    r2 = torch2onnx.export(ShapeOnly(), (x, like), tmp_path / "s2.onnx", input_names=["x", "like"],
+                           dynamic_axes={"x": {0: "n"}, "like": {0: "n"}})
+    assert r2.input_names == ["x", "like"]
+    x5, like5 = torch.randn(5, 4), torch.randn(5, 7)
+    np.testing.assert_allclose(run(r2.path, x5.numpy(), like5.numpy())[0], (x5 + 1).numpy(), rtol=1e-6)
 
 
 def test_matches_onnx_runtime_with_a_dynamic_batch(tmp_path):
@@ -158,8 +207,14 @@ def test_clear_errors(tmp_path):
     assert e.value.hint
     with pytest.raises(torch2onnx.UsageError, match="opset 8"):
         torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", opset_version=8)
-    with pytest.raises(torch2onnx.UsageError, match="neither an input nor an output"):
-        torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", dynamic_axes={"nope": [0]})
+    # As torch.onnx: a dynamic_axes name that is neither an input nor an output is warned about.
+    with pytest.warns(torch2onnx.ConversionWarning, match="neither an input nor an output"):
+        torch2onnx.export(m, torch.randn(1, 6), tmp_path / "warned.onnx", dynamic_axes={"nope": [0]})
+    # The model's own failure on the example args is PyTorch's error: also a RuntimeError.
+    with pytest.raises(RuntimeError, match="fails on the example inputs"):
+        torch2onnx.export(torch.jit.script(m), (torch.randn(2, 5),), tmp_path / "x.onnx")
+    with pytest.raises(torch.onnx.errors.OnnxExporterError):  # what torch.onnx raises for the unexportable
+        torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", report="r.html")
     with pytest.raises(torch2onnx.UsageError, match="export_params=False"):
         torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", export_params=False)
     torch2onnx.export(m, torch.randn(1, 6), tmp_path / "ok.onnx", do_constant_folding=True, verbose=False)
@@ -190,4 +245,4 @@ def test_list_args_optional_tensors_and_keyword_only_parameters(tmp_path):
     (got,) = torch2onnx.InferenceSession(r.path).run(None, {"xs.0": x0.numpy(), "xs.1": x1.numpy()})
     np.testing.assert_allclose(got, (x0 + 2 * x1).numpy(), rtol=1e-6)
     r2 = torch2onnx.export(ListIn(), ([x0, x1], {"y": y, "k": 5}), tmp_path / "l2.onnx", verify=True)
-    assert r2.input_names == ["xs.0", "xs.1", "y"] and r2.verification.ok
+    assert r2.input_names == ["xs.0", "xs.1", "y", "k"] and r2.verification.ok

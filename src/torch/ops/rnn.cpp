@@ -96,6 +96,9 @@ void pack_padded(Ctx& c, const TNode* n) {
   std::string bs = c.b.reduce("ReduceSum", c.b.cast(valid_steps(c, lengths), DType::Int64), {1}, false);
   TV sizes = TV::tensor(bs, DType::Int64);
   sizes.lengths = lengths;
+  // Its length is max(lengths): a value, so never a constant, whatever the profiling runs saw.
+  sizes.shape = {-1};
+  sizes.rank_known = true;
   c.set(n->output(1), sizes);
 }
 

@@ -57,7 +57,6 @@ void stft(Ctx& c, const TNode* n) {
     if (onnx_mode.empty()) throw UnsupportedError("aten::stft with pad_mode '" + mode + "'");
     x = c.b.pad(x, {0, n_fft / 2, 0, n_fft / 2}, onnx_mode, 0.0, t);
   }
-  std::string signal = c.b.unsqueeze(x, {2});  // [batch, length, 1]
   // The window, centred in n_fft samples (rectangular when none is given).
   const TV* wv = c.arg(n, "window");
   std::string window;
@@ -67,8 +66,20 @@ void stft(Ctx& c, const TNode* n) {
     int64_t left = (n_fft - win_length) / 2;
     window = c.b.pad(window, {left, n_fft - win_length - left}, "constant", 0.0, t);
   }
-  std::string spec = c.b.op1("STFT", {signal, c.b.i64(hop), window, c.b.i64(n_fft)},
-                             {Attribute::make_int("onesided", onesided ? 1 : 0)});  // [batch, frames, bins, 2]
+  // Frames gathered and windowed, then a DFT of each: the same values as ONNX's STFT op, whose
+  // shape inference in onnx 1.12 counts ceil((length - n_fft / 2) / hop) frames and so fails the
+  // checker on static lengths. idx[f, k] = f * hop + k, for f < (length - n_fft) / hop + 1.
+  std::string length = c.b.dim(x, 1);
+  std::string frames = c.b.op1("Add", {c.b.op1("Div", {c.b.op1("Sub", {length, c.b.i64(n_fft)}), c.b.i64(hop)}),
+                                      c.b.i64(1)});
+  std::string starts = c.b.op1("Mul", {c.b.op1("Range", {c.b.i64(0), frames, c.b.i64(1)}), c.b.i64(hop)});
+  std::string offsets = c.b.op1("Range", {c.b.i64(0), c.b.i64(n_fft), c.b.i64(1)});
+  std::string idx = c.b.op1("Add", {c.b.unsqueeze(starts, {1}), c.b.unsqueeze(offsets, {0})});
+  std::string framed = c.b.op1("Gather", {x, idx}, {Attribute::make_int("axis", 1)});  // [batch, frames, n_fft]
+  framed = c.b.op1("Mul", {framed, window});
+  std::string spec = c.b.op1("DFT", {c.b.unsqueeze(framed, {3})},
+                             {Attribute::make_int("axis", 2), Attribute::make_int("onesided", onesided ? 1 : 0)});
+  // spec: [batch, frames, bins, 2]
   spec = c.b.transpose(spec, {0, 2, 1, 3});  // torch: [batch, bins, frames]
   if (normalized) spec = c.b.op1("Mul", {spec, c.b.scalar(1.0 / std::sqrt(static_cast<double>(n_fft)), t)});
   if (r == 1) spec = c.b.squeeze(spec, {0});
