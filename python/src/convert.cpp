@@ -59,6 +59,7 @@ struct Converted {
   Model model;
   std::vector<std::string> warnings, notes;
   std::vector<ValueLink> links;
+  std::vector<std::string> keep_inputs;  // ConvertResult::keep_inputs, under the current names
 
   // The model's inputs in the order they had when converted: (name, removed as unread).
   std::vector<std::pair<std::string, bool>> all_inputs() const {
@@ -115,6 +116,8 @@ struct Converted {
     rename_in(model.graph, from, to);
     for (ValueLink& l : links)
       if (l.onnx_name == from) l.onnx_name = to;
+    for (std::string& k : keep_inputs)
+      if (k == from) k = to;
   }
 
   // Marks axes of a graph output symbolic under the given labels (torch.onnx's dynamic_axes for
@@ -214,6 +217,7 @@ Converted convert(const std::string& pt_path, const pyb::kwargs& kw) {
     c.warnings = std::move(r.warnings);
     c.notes = std::move(r.notes);
     c.links = std::move(r.links);
+    c.keep_inputs = std::move(r.keep_inputs);
   }
   return c;
 }
@@ -301,7 +305,7 @@ void init_convert(pyb::module_& m) {
       .def("remove_unused_inputs", [](Converted& c) {
         std::vector<std::pair<std::string, std::string>> r;
 #ifdef T2O_HAVE_OPTIMIZER
-        for (const RemovedInput& g : remove_unused_inputs(c.model)) r.emplace_back(g.info.name, unused_input_note(g.info.name));
+        for (const RemovedInput& g : remove_unused_inputs(c.model, c.keep_inputs)) r.emplace_back(g.info.name, unused_input_note(g.info.name));
 #endif
         return r;
       }, "Removes inputs the model does not read (as torch.onnx does); returns (name, note) for each.")

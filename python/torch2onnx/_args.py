@@ -122,6 +122,43 @@ def _bound_module(model, sig, inputs, constants):
     return cls(model, call)
 
 
+def flat_outputs(out):
+    """The tensors of a model's output, depth-first; None dropped and numbers as 0-d tensors (int64,
+    float64, bool, as NumPy holds them), as torch.onnx flattens traced outputs."""
+    flat = []
+
+    def walk(v):
+        if v is None:
+            return
+        if isinstance(v, torch.Tensor):
+            flat.append(v)
+        elif is_number(v):
+            flat.append(number_tensor(v))
+        elif isinstance(v, (list, tuple)):
+            for e in v:
+                walk(e)
+        elif isinstance(v, dict):
+            for e in v.values():
+                walk(e)
+        else:
+            raise UnsupportedError(f"the model returns a {type(v).__name__}, which has no ONNX form",
+                                   "return tensors, numbers, and tuples, lists or dicts of them")
+    walk(out)
+    return tuple(flat)
+
+
+def _flat_output_module(model, module, names):
+    """`module` (the model, or its bound wrapper) with its outputs flattened (flat_outputs)."""
+    def forward(self, *values):
+        return flat_outputs(self._t2o_call(*values))
+
+    forward.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] +
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
+    cls = type("_Flat", (_Bound,), {"forward": forward})
+    return cls(model, module)
+
+
 def _literal(v):
     if v is None or isinstance(v, (bool, int, str)):
         return repr(v)
@@ -139,9 +176,33 @@ def _literal(v):
 _wrapper_count = 0
 
 
+def _typed_inputs(p, name, t, v, out):
+    """Appends (input name, tensor) for every part of value `v` of scripted argument type `t` that
+    becomes a graph input: tensors, and numbers when p.numbers_as_inputs (0-d, as torch.onnx
+    makes them), inside tuples too. False, appending nothing, when some part must be baked in."""
+    kind = t.kind()
+    if kind == "OptionalType" and v is not None:
+        return _typed_inputs(p, name, t.getElementType(), v, out)
+    if kind == "TensorType" and isinstance(v, torch.Tensor):
+        out.append((name, v))
+        return True
+    if kind in ("IntType", "FloatType", "BoolType") and is_number(v) and p.numbers_as_inputs:
+        out.append((name, number_tensor(v)))
+        return True
+    if kind == "ListType" and is_tensor_tree(v) and isinstance(v, list):
+        flatten(name, v, out)
+        return True
+    if kind == "TupleType" and isinstance(v, tuple) and len(v) == len(t.elements()):
+        parts = []
+        if all(_typed_inputs(p, f"{name}.{i}", et, e, parts) for i, (et, e) in enumerate(zip(t.elements(), v))):
+            out.extend(parts)
+            return True
+    return False
+
+
 def _number_input(p, a, v):
-    """Whether scripted argument `a` given number `v` is a graph input (else it is baked in)."""
-    return p.numbers_as_inputs and is_number(v) and str(a.type) in ("int", "float", "bool")
+    """Whether scripted argument `a` given value `v` is graph input(s) (else it is baked in)."""
+    return _typed_inputs(p, a.name, a.type, v, [])
 
 
 def _scripted_with_constants(p, sm, schema_args, given):
@@ -278,10 +339,16 @@ def _prepare_traced(p, model, args, kwargs, work_dir):
         kwargs = {k: _numbers_as_tensors(v) for k, v in kwargs.items()}
     sig = inspect.signature(model.forward)
     bound = _bind(sig, args, kwargs, f"{type(model).__name__}.forward")
-    # Tracing names inputs after forward's parameters only when all are plain positional ones.
+    # Tracing names inputs after forward's parameters only when all are plain positional ones; with
+    # forward(x, *rest) the model is traced as it is too (the wrapper below cannot pass *rest).
     plain = all(q.kind == q.POSITIONAL_OR_KEYWORD for q in sig.parameters.values())
-    if plain and not kwargs and all(is_tensor_tree(a) for a in args):
+    var_positional = any(q.kind == q.VAR_POSITIONAL for q in sig.parameters.values())
+    if (plain or var_positional) and not kwargs and all(is_tensor_tree(a) for a in args):
         module, example = model, args
+        names = [n for n, q in sig.parameters.items() if q.kind == q.POSITIONAL_OR_KEYWORD][:len(args)]
+        if len(names) < len(args):  # forward(x, *rest): parts of *rest are named after it
+            rest = next((n for n, q in sig.parameters.items() if q.kind == q.VAR_POSITIONAL), "args")
+            names += [f"{rest}_{i}" for i in range(len(args) - len(names))]
     else:
         # Python values (and keyword arguments) are passed by a wrapper, so tracing bakes them.
         inputs, constants = [], {}
@@ -298,15 +365,27 @@ def _prepare_traced(p, model, args, kwargs, work_dir):
                     constants[k] = v
         module = _bound_module(model, sig, inputs, constants)
         example = tuple(v for _, v in inputs)
-    with p.routing.tracing(), torch.no_grad():
+        names = [n for n, _ in inputs]
+
+    def trace(m):
+        with p.routing.tracing(), torch.no_grad():
+            return torch.jit.trace(m, example, check_trace=False, strict=False)
+
+    try:
         try:
-            traced = torch.jit.trace(module, example, check_trace=False, strict=False)
-        except (UsageError, UnsupportedError):
-            raise
-        except Exception as e:  # noqa: BLE001
-            raise UnsupportedError(f"tracing the model failed: {type(e).__name__}: {str(e).splitlines()[0]}",
-                                   "the model must run on the example args; try script=True for data-dependent "
-                                   "control flow") from e
+            traced = trace(module)
+        except RuntimeError as e:
+            if "output from traced functions" not in str(e) and "cannot infer type" not in str(e):
+                raise
+            # Outputs that tracing cannot return (numbers, None, namedtuples, nested containers):
+            # returned flattened, as torch.onnx's tracer flattens them.
+            traced = trace(_flat_output_module(model, module, names))
+    except (UsageError, UnsupportedError):
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise UnsupportedError(f"tracing the model failed: {type(e).__name__}: {str(e).splitlines()[0]}",
+                               "the model must run on the example args; try script=True for data-dependent "
+                               "control flow") from e
     # The converter names graph inputs after the traced forward's arguments.
     schema_names = [a.name for a in traced.forward.schema.arguments[1:]]
     for value, name in zip(example, schema_names):
@@ -340,10 +419,10 @@ def _save_scripted(p, sm, args, kwargs, work_dir, keep_file):
         if a.name not in given:
             continue
         v = given[a.name]
-        if is_tensor_tree(v):
+        if _typed_inputs(p, a.name, a.type, v, flat):
+            pass
+        elif is_tensor_tree(v):
             flatten(a.name, v, flat)
-        elif _number_input(p, a, v):
-            flat.append((a.name, number_tensor(v)))  # a 0-d input of the converted model
         elif not (a.has_default_value() and a.default_value == v):
             needs_wrapper = True
     if needs_wrapper:

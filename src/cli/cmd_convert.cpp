@@ -158,7 +158,7 @@ int convert(const ConvertArgs& a) {
     for (const auto& in : o.inputs) sizes[in.name] = in.dims;
     OptimizeReport opt = optimize_converted(r.model, sizes, o.data, o.warn);
     if (page) add_optimize_content(*page, opt);
-    for (const RemovedInput& gone : remove_unused_inputs(r.model)) {
+    for (const RemovedInput& gone : remove_unused_inputs(r.model, r.keep_inputs)) {
       std::string note = unused_input_note(gone.info.name);
       if (!a.quiet) std::fprintf(stderr, "note: %s\n", note.c_str());
       r.notes.push_back(note);

@@ -240,7 +240,7 @@ namespace t2o {
 
 const char* const kRemovedInputsKey = "torch2onnx.removed_inputs";
 
-std::vector<RemovedInput> remove_unused_inputs(Model& m) {
+std::vector<RemovedInput> remove_unused_inputs(Model& m, const std::vector<std::string>& keep) {
   Graph& g = m.graph;
   passes::Uses u(g);
   std::set<std::string> inits;
@@ -264,7 +264,8 @@ std::vector<RemovedInput> remove_unused_inputs(Model& m) {
     bool static_shape = in.type.kind == Type::Kind::Tensor && in.type.shape &&
                         std::all_of(in.type.shape->dims.begin(), in.type.shape->dims.end(),
                                     [](const Dim& d) { return d.is_static(); });
-    if (!is_init && static_shape && u.count(in.name) == 0) now.push_back({in, position});
+    bool asked = std::find(keep.begin(), keep.end(), in.name) != keep.end();
+    if (!is_init && !asked && static_shape && u.count(in.name) == 0) now.push_back({in, position});
     else kept.push_back(std::move(in));
     if (!is_init) ++position;
   }

@@ -96,7 +96,8 @@ struct RemovedInput {
   ValueInfo info;
   int position = 0;  // index among the model's inputs before any was removed
 };
-std::vector<RemovedInput> remove_unused_inputs(Model& m);
+// `keep` names inputs to leave in place although unread.
+std::vector<RemovedInput> remove_unused_inputs(Model& m, const std::vector<std::string>& keep = {});
 // What convert says of a removed input.
 std::string unused_input_note(const std::string& name);
 // The inputs recorded by remove_unused_inputs, and rewriting that record (after renaming).

@@ -50,6 +50,7 @@ static void fill_from_observed(TV& tv, const Observed* o) {
       tv.shape = o->sizes;
       tv.rank_known = true;
     }
+    if (o->kind == Observed::Kind::Tensor && !o->rank_known) tv.rank_seen = static_cast<int>(o->sizes.size());
     if (o->kind == Observed::Kind::Int || o->kind == Observed::Kind::Float || o->kind == Observed::Kind::Bool) {
       tv.number = true;
       tv.shape.clear();

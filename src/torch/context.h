@@ -25,6 +25,7 @@ struct TV {
   DType dtype = DType::Undefined;
   std::vector<int64_t> shape;  // -1: dynamic
   bool rank_known = false;
+  int rank_seen = -1;   // rank in the first profiling run, when the runs disagreed (rank_known false)
   bool number = false;  // a TorchScript int/float/bool carried as a 0-d tensor
   bool poisoned = false;  // produced by an unsupported op: dependents are skipped, not converted
   bool sequence = false;  // Tensor kind naming an ONNX sequence (a list of tensors built in a Loop or If)

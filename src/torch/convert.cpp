@@ -121,8 +121,10 @@ void bind_inputs(tj::Graph& g, const std::vector<c10::IValue>& example, const st
     return tv;
   };
   size_t arg = 0;  // the forward() argument being bound
+  // Whether the next flattened input belongs to the argument being bound (a default value does not).
+  auto given = [&] { return flat_i < flat.size() && flat[flat_i].arg_index == arg; };
   std::function<TV(const c10::IValue&)> bind = [&](const c10::IValue& v) -> TV {
-    if (v.isTensor()) return onnx_input(v.toTensor());
+    if (v.isTensor()) return given() ? onnx_input(v.toTensor()) : TV::constant(v);
     if ((v.isInt() || v.isDouble() || v.isBool()) && flat_i < flat.size() && flat[flat_i].number &&
         flat[flat_i].arg_index == arg) {
       const FlatInput& f = flat.at(flat_i++);
@@ -133,7 +135,7 @@ void bind_inputs(tj::Graph& g, const std::vector<c10::IValue>& example, const st
       tv.number = true;
       return tv;
     }
-    if (v.isTensorList()) {
+    if (v.isTensorList() && given()) {
       std::vector<TV> items;
       for (const at::Tensor& t : v.toTensorVector()) items.push_back(onnx_input(t));
       return TV::list(items);
@@ -512,6 +514,17 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   Ctx ctx(b, profile);
   ctx.warn = warn;
   bind_inputs(g, run1, flat, opts, ctx, model.graph);
+  // ONNX inputs and whether the model writes them in place (for ConvertResult::keep_inputs).
+  std::vector<std::pair<std::string, bool>> bound_inputs;
+  for (const TValue* v : g.inputs()) {
+    const TV& tv = ctx.get(v);
+    if (tv.kind != TV::Kind::Tensor || tv.name.empty()) continue;
+    bool written = std::any_of(v->uses().begin(), v->uses().end(), [](const tj::Use& u) {
+      const auto* s = u.user->maybeSchema();
+      return s && s->is_mutable() && u.offset == 0;
+    });
+    bound_inputs.emplace_back(tv.name, written);
+  }
   ctx.convert_block(g.block());
   add_custom_domains(model);
 
@@ -641,6 +654,10 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
       for (size_t d = 0; d < v.shape.size(); ++d)
         s.dims.push_back(v.shape[d] >= 0 ? Dim::fixed(v.shape[d]) : Dim::named(out_label(k, d, name)));
       shape = s;
+    } else if (v.rank_seen >= 0) {
+      // A rank that depends on values (squeeze of dims that are 1 only sometimes): ONNX wants a
+      // shape on every model output, so the first run's rank with no dim known.
+      shape = Shape{std::vector<Dim>(static_cast<size_t>(v.rank_seen))};
     }
     Type ty = Type::tensor(dt, shape);
     if (optional) {
@@ -662,8 +679,15 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     result.links.push_back({name, v->debugName(), std::move(kind), std::move(src)});
   };
   for (const TValue* v : g.inputs()) link(v, "input", "");
-  for (const TNode* n : g.nodes())
-    for (const TValue* v : n->outputs()) link(v, n->kind().toQualString(), Ctx::source_of(n));
+  std::set<std::string> read;
+  for (const Node& node : model.graph.nodes) read.insert(node.inputs.begin(), node.inputs.end());
+  for (const auto& [name, written] : bound_inputs) {
+    const ValueInfo* vi = nullptr;
+    for (const ValueInfo& in : model.graph.inputs)
+      if (in.name == name) vi = &in;
+    bool scalar_read = vi && vi->type.shape && vi->type.shape->dims.empty() && read.count(name);
+    if (written || scalar_read) result.keep_inputs.push_back(name);
+  }
   return result;
 }
 

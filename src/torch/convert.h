@@ -53,6 +53,9 @@ struct ConvertResult {
   // types the target opset lacks, computed in a wider type).
   std::vector<std::string> notes;
   std::vector<ValueLink> links;
+  // Inputs torch.onnx keeps even when the optimized graph no longer reads them: those the model
+  // writes in place (x.fill_, x.copy_), and 0-d ones the converted graph reads (for their shape).
+  std::vector<std::string> keep_inputs;
 };
 
 // Throws t2o::Error: exit code 3 (kExitUnsupported) for ops or opsets we cannot convert, 4

@@ -64,7 +64,20 @@ int fix_block(tj::Block* b) {
     // *.input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
     // *.data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
     bool packed = n->input(3)->type()->kind() == c10::TypeKind::ListType;
-    tj::Value* hx = n->input(packed ? 2 : 1);
+    size_t hx_at = packed ? 2 : 1;
+    tj::Value* hx = n->input(hx_at);
+    // LSTM's (h, c) folded by freezing into one constant list: made a list of two constants again.
+    if (hx->node()->kind() == c10::prim::Constant && hx->uses().size() == 1) {
+      auto list = tj::toIValue(hx);
+      if (list && list->isTensorList()) {
+        tj::WithInsertPoint guard(n);
+        std::vector<tj::Value*> parts;
+        for (const at::Tensor& t : list->toTensorVector()) parts.push_back(g->insertConstant(t));
+        tj::Node* lc = g->insertNode(g->createList(c10::TensorType::get(), parts));
+        n->replaceInput(hx_at, lc->output());
+        hx = lc->output();
+      }
+    }
     tj::Node* user = n;
     std::vector<tj::Value*> states;
     if (hx->node()->kind() == c10::prim::ListConstruct) {

@@ -53,18 +53,33 @@ std::string filled(Ctx& c, const std::string& shape, double value, DType t) {
   return c.b.op1("ConstantOfShape", {shape}, {Attribute::make_tensor("value", v)});
 }
 
+// The result of a creation op sized by `sizes`: a dim given by a computed size is dynamic,
+// whatever the profiling runs saw (the size may come from a tensor's values).
+void out_sized(Ctx& c, const TNode* n, const std::string& name, const TV& sizes) {
+  c.out(n, name);
+  TV tv = c.get(n->output());
+  if (!tv.rank_known) return;
+  if (sizes.kind == TV::Kind::List && sizes.items.size() == tv.shape.size()) {
+    for (size_t i = 0; i < sizes.items.size(); ++i)
+      if (!sizes.items[i].is_const()) tv.shape[i] = -1;
+  } else if (!sizes.is_const()) {
+    for (auto& d : tv.shape) d = -1;
+  }
+  c.set(n->output(), tv);
+}
+
 // aten::zeros/ones/empty(size, dtype, layout, device, pin) and full(size, value, ...)
 void zeros(Ctx& c, const TNode* n) {
-  if (!const_fill(c, n, c.in(n, 0), 0)) c.out(n, filled(c, c.ints_tensor(c.in(n, 0)), 0, c.out_dtype(n)));
+  if (!const_fill(c, n, c.in(n, 0), 0)) out_sized(c, n, filled(c, c.ints_tensor(c.in(n, 0)), 0, c.out_dtype(n)), c.in(n, 0));
 }
 void ones(Ctx& c, const TNode* n) {
-  if (!const_fill(c, n, c.in(n, 0), 1)) c.out(n, filled(c, c.ints_tensor(c.in(n, 0)), 1, c.out_dtype(n)));
+  if (!const_fill(c, n, c.in(n, 0), 1)) out_sized(c, n, filled(c, c.ints_tensor(c.in(n, 0)), 1, c.out_dtype(n)), c.in(n, 0));
 }
 void full(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
   std::string shape = c.ints_tensor(c.in(n, 0));
-  if (c.is_const(n, 1)) return c.out(n, filled(c, shape, c.f(n, 1), t));
-  c.out(n, c.b.op1("Expand", {c.t_as(n, 1, t), shape}));
+  if (c.is_const(n, 1)) return out_sized(c, n, filled(c, shape, c.f(n, 1), t), c.in(n, 0));
+  out_sized(c, n, c.b.op1("Expand", {c.t_as(n, 1, t), shape}), c.in(n, 0));
 }
 
 // *_like(self, ...) and new_*(self, size, ...)
@@ -77,16 +92,16 @@ void full_like(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("Expand", {c.t_as(n, 1, t), shape}));
 }
 void new_zeros(Ctx& c, const TNode* n) {
-  if (!const_fill(c, n, c.in(n, 1), 0)) c.out(n, filled(c, c.ints_tensor(c.in(n, 1)), 0, c.out_dtype(n)));
+  if (!const_fill(c, n, c.in(n, 1), 0)) out_sized(c, n, filled(c, c.ints_tensor(c.in(n, 1)), 0, c.out_dtype(n)), c.in(n, 1));
 }
 void new_ones(Ctx& c, const TNode* n) {
-  if (!const_fill(c, n, c.in(n, 1), 1)) c.out(n, filled(c, c.ints_tensor(c.in(n, 1)), 1, c.out_dtype(n)));
+  if (!const_fill(c, n, c.in(n, 1), 1)) out_sized(c, n, filled(c, c.ints_tensor(c.in(n, 1)), 1, c.out_dtype(n)), c.in(n, 1));
 }
 void new_full(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
   std::string shape = c.ints_tensor(c.in(n, 1));
-  if (c.is_const(n, 2)) return c.out(n, filled(c, shape, c.f(n, 2), t));
-  c.out(n, c.b.op1("Expand", {c.t_as(n, 2, t), shape}));
+  if (c.is_const(n, 2)) return out_sized(c, n, filled(c, shape, c.f(n, 2), t), c.in(n, 1));
+  out_sized(c, n, c.b.op1("Expand", {c.t_as(n, 2, t), shape}), c.in(n, 1));
 }
 void fill(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
@@ -152,8 +167,14 @@ void eye(Ctx& c, const TNode* n) {
 }
 
 void tri(Ctx& c, const TNode* n, bool upper) {
-  int64_t k = n->inputs().size() > 1 ? c.i(n, 1) : 0;
   std::string x = c.t(n, 0);
+  if (n->inputs().size() > 1 && !c.is_const(n, 1)) {  // a computed diagonal: Trilu takes it as an input
+    c.b.require(14, "tril/triu with a computed diagonal (Trilu)");
+    std::string k = c.int_tensor(c.in(n, 1));
+    if (c.in(n, 1).rank_known && !c.in(n, 1).shape.empty()) k = c.b.reshape(k, {});
+    return c.out(n, c.b.op1("Trilu", {x, k}, {Attribute::make_int("upper", upper)}));
+  }
+  int64_t k = n->inputs().size() > 1 ? c.i(n, 1) : 0;
   if (c.b.opset() >= 14)
     return c.out(n, c.b.op1("Trilu", {x, c.b.i64(k)}, {Attribute::make_int("upper", upper)}));
   auto shape = c.shape(n, 0);

@@ -1,4 +1,6 @@
 // Indexing: index_select/gather/scatter/index/index_put/masked_fill/embedding/nonzero.
+#include <algorithm>
+
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -54,7 +56,22 @@ void scatter(Ctx& c, const TNode* n, const std::string& reduction) {
   int64_t axis = norm_axis(c.i(n, 1), c.rank(n, 0));
   std::string idx = c.t_as(n, 2, DType::Int64);
   std::string src = c.t_as(n, 3, t);
-  if (c.in(n, 3).is_const() && !c.in(n, 3).c.isTensor()) src = c.b.op1("Expand", {src, c.b.shape_of(idx)});
+  if (c.in(n, 3).is_const() && !c.in(n, 3).c.isTensor()) {
+    src = c.b.op1("Expand", {src, c.b.shape_of(idx)});
+  } else {
+    // torch reads src only where index has elements (index may be smaller); ONNX wants equal shapes.
+    const TV& iv = c.in(n, 2);
+    const TV& sv = c.in(n, 3);
+    bool same = iv.rank_known && sv.rank_known && iv.shape == sv.shape &&
+                std::all_of(iv.shape.begin(), iv.shape.end(), [](int64_t d) { return d >= 0; });
+    if (!same) {
+      int r = c.rank(n, 2);
+      std::vector<int64_t> axes;
+      for (int i = 0; i < r; ++i) axes.push_back(i);
+      src = c.b.slice_dyn(src, c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), c.b.shape_of(idx),
+                          c.b.i64s(axes));
+    }
+  }
   std::string red = reduction;
   if (n->inputs().size() > 4 && !c.is_none(n, 4)) {
     red = c.str(n, 4);

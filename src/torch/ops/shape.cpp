@@ -66,9 +66,29 @@ void transpose(Ctx& c, const TNode* n) {
 
 // A dynamic dim is squeezed when it was 1 in the profiling runs; the output rank (which cannot
 // vary between runs) says whether that happened.
+// Removes the dims of x (rank r) that are 1 and marked in the bool [r] tensor `candidate`: which
+// dims go is decided at run time, so the output's rank may depend on the input's sizes.
+std::string squeeze_where_one(Ctx& c, const std::string& x, int r, const std::string& candidate) {
+  std::string s = c.b.shape_of(x);
+  std::string drop = c.b.op1("And", {c.b.op1("Equal", {s, c.b.i64(1)}), candidate});
+  std::string kept = c.b.op1("Compress", {c.b.op1("Range", {c.b.i64(0), c.b.i64(r), c.b.i64(1)}), c.b.op1("Not", {drop})},
+                             {Attribute::make_int("axis", 0)});
+  std::vector<Attribute> attrs;
+  if (c.b.opset() >= 14) attrs.push_back(Attribute::make_int("allowzero", 1));
+  return c.b.op1("Reshape", {x, c.b.op1("Gather", {s, kept})}, attrs);
+}
+
 void squeeze(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   auto shape = c.shape(n, 0);
+  if (n->inputs().size() > 1 && !c.is_const(n, 1)) {
+    // A computed dim: dim + r when negative, compared with every axis.
+    c.b.require(11, "aten::squeeze of a computed dim (Range)");
+    std::string d = c.int_tensor(c.in(n, 1));
+    d = c.b.op1("Add", {d, c.b.op1("Mul", {c.b.cast(c.b.op1("Less", {d, c.b.i64(0)}), DType::Int64), c.b.i64(r)})});
+    std::string axes = c.b.op1("Range", {c.b.i64(0), c.b.i64(r), c.b.i64(1)});
+    return c.out(n, squeeze_where_one(c, c.t(n, 0), r, c.b.op1("Equal", {axes, c.b.reshape(d, {})})));
+  }
   std::vector<int64_t> cand;
   if (n->inputs().size() > 1) {
     for (int64_t d : c.ints(n, 1)) cand.push_back(norm_axis(d, std::max(r, 1)));
@@ -83,13 +103,12 @@ void squeeze(Ctx& c, const TNode* n) {
     if (len < 0) dynamic.push_back(d);
   }
   if (!dynamic.empty()) {
-    int drop = r - c.out_rank(n) - static_cast<int>(axes.size());
-    if (drop == static_cast<int>(dynamic.size())) {
-      axes.insert(axes.end(), dynamic.begin(), dynamic.end());
-      std::sort(axes.begin(), axes.end());
-    } else if (drop != 0) {
-      throw UnsupportedError("aten::squeeze of dynamic dims of which only some were 1");
-    }
+    // Whether a dynamic dim is 1 is known only at run time: the dims kept are chosen then (the
+    // output's rank is what the profiling runs saw, when they agreed).
+    c.b.require(11, "aten::squeeze of a dynamic dim (Range)");
+    std::vector<double> candidate(static_cast<size_t>(r), 0.0);
+    for (int64_t d : cand) candidate[static_cast<size_t>(d)] = 1.0;
+    return c.out(n, squeeze_where_one(c, c.t(n, 0), r, c.b.vec(candidate, DType::Bool)));
   }
   if (axes.empty()) return c.out(n, c.t(n, 0));
   c.out(n, c.b.squeeze(c.t(n, 0), axes));
@@ -97,6 +116,13 @@ void squeeze(Ctx& c, const TNode* n) {
 
 void unsqueeze(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
+  if (!c.is_const(n, 1)) {  // a computed dim: Unsqueeze takes axes as an input from opset 13
+    c.b.require(13, "aten::unsqueeze of a computed dim (Unsqueeze with axes as an input)");
+    const TV& d = c.in(n, 1);
+    std::string axes = c.int_tensor(d);
+    if (!(d.rank_known && d.shape.size() == 1)) axes = c.b.unsqueeze(axes, {0});
+    return c.out(n, c.b.op1("Unsqueeze", {c.t(n, 0), axes}));
+  }
   c.out(n, c.b.unsqueeze(c.t(n, 0), {norm_axis(c.i(n, 1), r + 1)}));
 }
 
