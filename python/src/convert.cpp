@@ -178,6 +178,8 @@ ConvertOptions convert_options(const pyb::dict& kw, std::vector<pyb::object>& ke
   if (kw.contains("dynamic"))
     for (const auto& [k, v] : kw["dynamic"].cast<pyb::dict>())
       o.dynamic.push_back({pyb::str(k), v.cast<std::map<int, std::string>>()});
+  if (kw.contains("quantized"))
+    o.quantized = kw["quantized"].cast<std::map<std::string, std::pair<double, int64_t>>>();
   if (kw.contains("output_names")) o.output_names = kw["output_names"].cast<std::vector<std::string>>();
   if (kw.contains("custom_ops")) o.custom_ops = kw["custom_ops"].cast<std::vector<std::string>>();
   if (kw.contains("plugins")) o.plugins = kw["plugins"].cast<std::vector<std::string>>();

@@ -126,6 +126,10 @@ def _describe(model, script):
 def _run_verify(prep, onnx_file, shown_onnx, model, script, work, dynamic, samples=1, **options):
     """verify_model on the example args; further samples use generated inputs of their sizes
     (resized along the symbolic dims), since given values would repeat in every sample."""
+    if any(getattr(t, "is_quantized", False) for _, t in prep.inputs):
+        raise UnsupportedError("verify does not take quantized inputs",
+                               "compare the exported model's outputs with the module's yourself (its quantized "
+                               "outputs are the integers, scale and zero point)")
     names = {prep.pt_path: _describe(model, script), onnx_file: shown_onnx}
     first = VerifyResult(_native.verify(prep.pt_path, onnx_file, data_files=_write_npy(work, prep.inputs),
                                         dynamic=dynamic, samples=1, warn=lambda w: None, **options), names)
@@ -134,6 +138,34 @@ def _run_verify(prep, onnx_file, shown_onnx, model, script, work, dynamic, sampl
         first._extend(VerifyResult(_native.verify(prep.pt_path, onnx_file, inputs=specs, dynamic=dynamic,
                                                   samples=samples - 1, warn=lambda w: None, **options), names))
     return first
+
+
+def _example_values(inputs):
+    """The converter's example values: name -> array, with a quantized tensor given as its integers
+    (and name -> (scale, zero point) in the second dict); the third maps every ONNX input, the scale
+    and zero point of quantized ones included, to its value (for the optimizer's proof)."""
+    import torch
+    data, quantized, onnx_values = {}, {}, {}
+    for name, t in inputs:
+        if getattr(t, "is_quantized", False):
+            if t.qscheme() not in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+                raise UnsupportedError(f"input '{name}' is quantized per channel",
+                                       "give per-tensor quantized inputs (torch.quantize_per_tensor)")
+            data[name] = t.int_repr().contiguous().numpy()
+            quantized[name] = (float(t.q_scale()), int(t.q_zero_point()))
+            onnx_values.update({name: data[name], f"{name}_scale": np.array(float(t.q_scale())),
+                                f"{name}_zero_point": np.array(int(t.q_zero_point()), dtype=np.int64)})
+        else:
+            data[name] = onnx_values[name] = _numpy(t)
+    return data, quantized, onnx_values
+
+
+def _onnx_input_names(inputs):
+    """Names of the ONNX inputs made from the flattened args (three per quantized tensor)."""
+    names = []
+    for name, t in inputs:
+        names += [name, f"{name}_scale", f"{name}_zero_point"] if getattr(t, "is_quantized", False) else [name]
+    return names
 
 
 def _write_npy(work, inputs):
@@ -189,7 +221,8 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
             """prepare + convert; warnings are kept until the attempt succeeds."""
             said = []
             prep = prepare(model, args, kwargs, work, script=script, numbers_as_inputs=numbers_as_inputs)
-            names = [n for n, _ in prep.inputs]
+            names = _onnx_input_names(prep.inputs)
+            data, quantized, _ = _example_values(prep.inputs)
             final_inputs = list(input_names or [])
             if len(final_inputs) > len(names):
                 raise UsageError(f"{len(final_inputs)} input_names for {len(names)} tensor inputs "
@@ -198,8 +231,7 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
             by_final = dict(zip(final_inputs, names))
             ins_dyn, outs_dyn = _dynamic_specs(dynamic_axes, final_inputs)
             conv = _native.convert(
-                prep.pt_path, opset=opset_version,
-                data={n: _numpy(t) for n, t in prep.inputs},
+                prep.pt_path, opset=opset_version, data=data, quantized=quantized,
                 dynamic={by_final[n]: axes for n, axes in ins_dyn.items()},
                 output_names=list(output_names or []), custom_ops=prep.routing.specs + list(custom_ops or []),
                 plugins=[os.fspath(p) for p in plugins or []], weights=os.fspath(weights) if weights else "",
@@ -226,7 +258,7 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
                 result.warnings.append(w)
         result.notes += conv.notes
         if optimize and _native.has_optimizer:
-            result.optimization = conv.optimize({n: _numpy(t) for n, t in prep.inputs}, warn)
+            result.optimization = conv.optimize(_example_values(prep.inputs)[2], warn)
         if verify:
             onnx_tmp = os.path.join(work, "model.onnx")
             conv.save(onnx_tmp)

@@ -21,6 +21,9 @@ const std::set<std::string> kNeverFold{
     "Dropout",  // eliminate_identity owns it; with training on it is random
     "If", "Loop", "Scan", "SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase",
     "SplitToSequence", "Optional", "OptionalGetElement", "OptionalHasElement",
+    // Quantized weights stay integers behind their DequantizeLinear (the QDQ form): ONNX Runtime
+    // and other int8 back ends run such ops on the integers, rounding as the quantized model does.
+    "DequantizeLinear",
 };
 
 // Ops whose output can be far larger than their inputs; folded only when inference knows the

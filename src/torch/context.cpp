@@ -408,6 +408,74 @@ void Ctx::convert_node_impl(TNode* n) {
     return;
   }
   if (try_fold(n)) return;
+  // Quantized tensors reach ops that do not know them: they get the float values, and a result
+  // that torch returns quantized is quantized again (ops/quantized.cpp).
+  static const std::set<std::string> quantized_carriers{
+      "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex",
+      "aten::__getitem__", "aten::size", "aten::dim", "aten::len", "prim::unchecked_cast", "prim::is_quantized",
+      "aten::quantize_per_tensor", "aten::quantize_per_channel", "aten::dequantize", "aten::int_repr",
+      "aten::q_scale", "aten::q_zero_point"};
+  if (kind.rfind("quantized::", 0) != 0 && !quantized_carriers.count(kind)) {
+    bool quantized_in = false;
+    for (const TValue* v : n->inputs()) {
+      const TV& x = get(v);
+      quantized_in = quantized_in || is_quantized(x) ||
+                     (x.kind == TV::Kind::List && std::any_of(x.items.begin(), x.items.end(), is_quantized));
+    }
+    if (quantized_in) return convert_dequantized(n);
+  }
+  convert_dispatch(n, kind, poison);
+}
+
+void Ctx::convert_dequantized(TNode* n) {
+  std::vector<std::pair<const TValue*, TV>> saved;
+  TV first;  // the first quantized input
+  auto deq = [&](const TV& x) {
+    if (!is_quantized(x)) return x;
+    TV q = quantized_tv(*this, x);
+    if (first.qscale.empty()) first = q;
+    return dequantized(*this, q);
+  };
+  for (const TValue* v : n->inputs()) {
+    TV& x = vals_.at(v);
+    if (x.kind == TV::Kind::List) {
+      if (!std::any_of(x.items.begin(), x.items.end(), is_quantized)) continue;
+      TV repl = x;
+      for (TV& it : repl.items) it = deq(it);
+      saved.emplace_back(v, x);
+      x = repl;
+    } else if (is_quantized(x)) {
+      TV repl = deq(x);
+      saved.emplace_back(v, x);
+      x = repl;
+    }
+  }
+  auto poison = [&] {
+    for (const TValue* o : n->outputs()) {
+      TV p = TV::constant(c10::IValue());
+      p.poisoned = true;
+      vals_[o] = p;
+    }
+  };
+  convert_dispatch(n, n->kind().toQualString(), poison);
+  for (auto& [v, x] : saved)
+    if (std::find(n->outputs().begin(), n->outputs().end(), v) == n->outputs().end()) vals_[v] = x;
+  for (const TValue* o : n->outputs()) {
+    const Observed* ob = prof_.get(o);
+    const TV& f = get(o);
+    if (!ob || !ob->quantized || f.kind != TV::Kind::Tensor || f.poisoned) continue;
+    try {
+      vals_[o] = requantized(*this, o, tensor(f), first, f);
+    } catch (const UnsupportedError& e) {
+      unsupported[std::string(n->kind().toQualString()) + " (" + e.what() + ")"].push_back(source_of(n));
+      TV p = TV::constant(c10::IValue());
+      p.poisoned = true;
+      vals_[o] = p;
+    }
+  }
+}
+
+void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::function<void()>& poison) {
   const OpTable* tbl = &op_table();
   // Complex tensors (real pairs, ops/spectral.cpp) go only to the ops that know that layout, and
   // through the ones that merely carry values.
@@ -660,6 +728,7 @@ const std::unordered_map<std::string, OpEntry>& op_table() {
     register_detection_ops(t);
     register_assorted_ops(t);
     register_spectral_ops(t);
+    register_quantized_ops(t);
     register_pitfall_ops(t);  // wraps entries registered above
     return t;
   }();

@@ -26,6 +26,11 @@ struct TV {
   std::vector<int64_t> shape;  // -1: dynamic
   bool rank_known = false;
   int rank_seen = -1;   // rank in the first profiling run, when the runs disagreed (rank_known false)
+  // A quantized tensor (ops/quantized.cpp): `name` is its integer tensor (dtype: the storage type),
+  // `qscale` a float scale and `qzero` a zero point of the storage type, 0-d or, per channel, 1-D
+  // along `qaxis`. Empty qscale: not quantized.
+  std::string qscale, qzero;
+  int64_t qaxis = -1;
   bool number = false;  // a TorchScript int/float/bool carried as a 0-d tensor
   bool poisoned = false;  // produced by an unsupported op: dependents are skipped, not converted
   bool sequence = false;  // Tensor kind naming an ONNX sequence (a list of tensors built in a Loop or If)
@@ -153,6 +158,8 @@ class Ctx {
  private:
   void convert_node(TNode* n);
   void convert_node_impl(TNode* n);
+  void convert_dispatch(TNode* n, const std::string& kind, const std::function<void()>& poison);
+  void convert_dequantized(TNode* n);
   void write_through(const TNode* writer, const TValue* view);
   void rederive_views(const TValue* base, const TNode* writer);
   std::unordered_map<const TValue*, std::vector<TNode*>> views_;  // views taken of each value

@@ -10,6 +10,7 @@
 #include "torch/context.h"
 #include "torch/custom_op.h"
 #include "torch/input_roles.h"
+#include "torch/ops/ops.h"
 #include "torch/pitfalls.h"
 #include "torch/frontend.h"
 #include "torch/profile.h"
@@ -77,7 +78,13 @@ c10::IValue example_arg(const c10::TypePtr& type, const std::string& name, const
       throw Error("no shape for input '" + name + "'", "give it with --input " + name + ":DIMS[:DTYPE], e.g. " +
                   name + ":1x3x224x224", kExitUsage);
     flat.push_back({name, s});
-    return make(*s);
+    at::Tensor t = make(*s);
+    if (auto q = o.quantized.find(name); q != o.quantized.end()) {
+      if (t.scalar_type() != at::kByte && t.scalar_type() != at::kChar && t.scalar_type() != at::kInt)
+        throw Error("quantized input '" + name + "' needs its integers as uint8, int8 or int32", {}, kExitUsage);
+      t = at::_make_per_tensor_quantized_tensor(t, q->second.first, q->second.second);
+    }
+    return t;
   }
   if (s && (type->kind() == K::IntType || type->kind() == K::FloatType || type->kind() == K::BoolType)) {
     // A number argument given as an input: a 0-d ONNX input of int64 / double / bool.
@@ -118,6 +125,12 @@ void bind_inputs(tj::Graph& g, const std::vector<c10::IValue>& example, const st
     TV tv = TV::tensor(f.name, f.spec->dtype);
     tv.shape = dims;
     tv.rank_known = true;
+    if (t.is_quantized()) {  // the integers, then the scale and zero point (ops/quantized.cpp)
+      out.inputs.push_back({f.name + "_scale", Type::tensor(DType::Double, Shape{}), {}});
+      out.inputs.push_back({f.name + "_zero_point", Type::tensor(DType::Int64, Shape{}), {}});
+      tv.qscale = ctx.b.cast(f.name + "_scale", DType::Float);
+      tv.qzero = ctx.b.cast(f.name + "_zero_point", f.spec->dtype);
+    }
     return tv;
   };
   size_t arg = 0;  // the forward() argument being bound
@@ -230,7 +243,19 @@ void flatten_outputs(Ctx& ctx, const TV& v, std::vector<TV>& out, std::vector<st
   else if (v.is_const() && (v.c.isList() || v.c.isTuple()))
     for (const auto& e : v.c.isList() ? v.c.toListRef().vec() : v.c.toTupleRef().elements().vec())
       flatten_outputs(ctx, TV::constant(e), out, keys);
-  else if (!v.is_none()) {  // ONNX has no None outputs (e.g. absent aux logits); drop them
+  else if (!v.qscale.empty() || (v.is_const() && v.c.isTensor() && v.c.toTensor().is_quantized())) {
+    // A quantized tensor: its integers, scale (float) and zero point, as torch.onnx returns them.
+    TV q = quantized_tv(ctx, v);
+    if (q.qaxis >= 0) throw UnsupportedError("a per-channel quantized model output");
+    TV scale = TV::tensor(ctx.b.cast(q.qscale, DType::Float), DType::Float);
+    TV zero = TV::tensor(ctx.b.op1("Identity", {q.qzero}), q.dtype);
+    for (TV* p : {&scale, &zero}) p->rank_known = true;
+    q.qscale.clear();
+    for (const TV& part : {q, scale, zero}) {
+      out.push_back(part);
+      keys.push_back(key);
+    }
+  } else if (!v.is_none()) {  // ONNX has no None outputs (e.g. absent aux logits); drop them
     out.push_back(v);
     keys.push_back(key);
   }

@@ -30,6 +30,10 @@ struct ConvertOptions {
   // its value when no --input names it). The resized run for --dynamic crops or tiles them.
   std::map<std::string, Tensor> data;
   std::vector<DynamicSpec> dynamic;
+  // Inputs that are per-tensor quantized tensors: name -> (scale, zero point); the input's value
+  // (--data) is the integer tensor (uint8: quint8, int8: qint8, int32: qint32). Each becomes three
+  // ONNX inputs, as torch.onnx makes them: the integers, NAME_scale (double) and NAME_zero_point (int64).
+  std::map<std::string, std::pair<double, int64_t>> quantized;
   std::vector<std::string> output_names;
   std::function<void(const std::string&)> warn;  // called for each warning as it happens
   std::string weights;                  // --weights: a torch.save(state_dict) file loaded strictly

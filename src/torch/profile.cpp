@@ -55,6 +55,16 @@ Observed observe(const c10::IValue& v) {
     o.dtype = t.scalar_type() == c10::kComplexFloat    ? DType::Complex64
               : t.scalar_type() == c10::kComplexDouble ? DType::Complex128
                                                        : dtype_from_scalar_type(t.scalar_type());
+    if (t.is_quantized()) {
+      o.quantized = true;
+      o.dtype = DType::Float;
+      o.qdtype = dtype_from_scalar_type(c10::toUnderlying(t.scalar_type()));
+      o.per_channel = t.qscheme() != c10::kPerTensorAffine && t.qscheme() != c10::kPerTensorSymmetric;
+      if (!o.per_channel) {
+        o.qscale = t.q_scale();
+        o.qzero = t.q_zero_point();
+      }
+    }
     // Nested tensors (nn.TransformerEncoder's padding-mask fast path) are held padded: their sizes
     // are the padded tensor's.
     o.sizes = t.is_nested() ? t.to_padded_tensor(0).sizes().vec() : t.sizes().vec();
@@ -81,6 +91,7 @@ void Observed::merge(const Observed& o) {
   }
   if (kind == Kind::Tensor) {
     if (dtype == DType::Undefined) dtype = o.dtype;
+    if (quantized && (o.qscale != qscale || o.qzero != qzero)) qvaries = true;
     if (sizes.size() != o.sizes.size()) {
       rank_known = false;
     } else {

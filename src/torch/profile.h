@@ -18,6 +18,14 @@ struct Observed {
   c10::IValue first;           // numbers: the first value seen
   bool varies = false;         // numbers: a later value differed
   std::vector<Observed> elems; // lists and tuples
+  // Quantized tensors (dtype is then Float, the values they stand for): the integer type they are
+  // stored in and, per tensor, their scale and zero point (first run; qvaries when runs differ).
+  bool quantized = false;
+  DType qdtype = DType::Undefined;
+  bool per_channel = false;
+  double qscale = 0;
+  int64_t qzero = 0;
+  bool qvaries = false;
   void merge(const Observed& o);
 };
 

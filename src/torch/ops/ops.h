@@ -39,6 +39,17 @@ void register_dict_ops(OpTable& t);  // wraps list forms of __getitem__, len, __
 void register_detection_ops(OpTable& t);
 void register_assorted_ops(OpTable& t);
 void register_spectral_ops(OpTable& t);
+void register_quantized_ops(OpTable& t);
+// Quantized tensors (ops/quantized.cpp): whether v is one (a quantized TV or a constant quantized
+// tensor), v as a quantized TV, its float values, and float x quantized.
+bool is_quantized(const TV& v);
+TV quantized_tv(Ctx& c, const TV& v);
+TV dequantized(Ctx& c, const TV& v);
+TV quantize_to(Ctx& c, const TV& like_shape, const std::string& x, const std::string& scale, const std::string& zero,
+               DType repr);
+// Float `x` (shaped like `like_shape`) quantized as profiling saw graph value `out`: with the
+// scale and zero point of the quantized input `like` when they are the same, else with the ones seen.
+TV requantized(Ctx& c, const TValue* out, const std::string& x, const TV& like, const TV& like_shape);
 // Converters of ops given complex tensors (ops/spectral.cpp); no other op may take one.
 const OpTable& complex_op_table();
 // List forms of ops that share a name with tensor ops (aten::add, aten::slice).
