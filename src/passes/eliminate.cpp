@@ -260,12 +260,12 @@ std::vector<RemovedInput> remove_unused_inputs(Model& m, const std::vector<std::
   for (ValueInfo& in : g.inputs) {
     bool is_init = inits.count(in.name) > 0;
     if (!is_init) skip_removed();
-    // Only plain inputs with a static shape: a symbolic dim means the caller decides its size.
-    bool static_shape = in.type.kind == Type::Kind::Tensor && in.type.shape &&
-                        std::all_of(in.type.shape->dims.begin(), in.type.shape->dims.end(),
-                                    [](const Dim& d) { return d.is_static(); });
+    // Plain tensor inputs of known rank (their dims are recorded: static or symbolic).
+    bool known = in.type.kind == Type::Kind::Tensor && in.type.shape &&
+                 std::all_of(in.type.shape->dims.begin(), in.type.shape->dims.end(),
+                             [](const Dim& d) { return d.is_static() || d.is_symbolic(); });
     bool asked = std::find(keep.begin(), keep.end(), in.name) != keep.end();
-    if (!is_init && !asked && static_shape && u.count(in.name) == 0) now.push_back({in, position});
+    if (!is_init && !asked && known && u.count(in.name) == 0) now.push_back({in, position});
     else kept.push_back(std::move(in));
     if (!is_init) ++position;
   }
@@ -282,7 +282,7 @@ void set_removed_inputs(Model& m, const std::vector<RemovedInput>& removed) {
     std::string dims;
     for (const Dim& d : r.info.type.shape->dims) {
       if (!dims.empty()) dims += ',';
-      dims += std::to_string(d.value);
+      dims += d.is_static() ? std::to_string(d.value) : "=" + d.symbol;
     }
     record += r.info.name + "\t" + std::string(dtype_name(r.info.type.elem)) + "\t" + dims + "\t" +
               std::to_string(r.position) + "\n";
@@ -300,7 +300,7 @@ void set_removed_inputs(Model& m, const std::vector<RemovedInput>& removed) {
 
 std::string unused_input_note(const std::string& name) {
   return "input '" + name + "' is not read by the optimized model (only its fixed shape was, or nothing) and was "
-         "removed, as torch.onnx removes such inputs; to keep it, make one of its axes dynamic or turn the optimizer off "
+         "removed, as torch.onnx removes such inputs; to keep every input, turn the optimizer off "
          "(--no-optimize, optimize=False)";
 }
 
@@ -329,7 +329,8 @@ std::vector<RemovedInput> removed_inputs(const Model& m) {
         for (size_t p = 0; p < f[2].size();) {
           size_t c = f[2].find(',', p);
           if (c == std::string::npos) c = f[2].size();
-          s.dims.push_back(Dim::fixed(std::stoll(f[2].substr(p, c - p))));
+          std::string d = f[2].substr(p, c - p);
+          s.dims.push_back(!d.empty() && d[0] == '=' ? Dim::named(d.substr(1)) : Dim::fixed(std::stoll(d)));
           p = c + 1;
         }
         RemovedInput ri;

@@ -344,9 +344,10 @@ bool Ctx::try_fold(TNode* n) {
     return false;
   }
   if (stack.size() != n->outputs().size()) return false;
-  // Creation ops would otherwise bake large filled tensors into the model.
+  // Creation ops would otherwise bake large filled tensors into the model; up to 64 KiB of float,
+  // folding is worth it (the ops applied to the tensor fold too, instead of each becoming nodes).
   for (const c10::IValue& r : stack)
-    if (r.isTensor() && !tensor_in && r.toTensor().numel() > 64) return false;
+    if (r.isTensor() && !tensor_in && r.toTensor().numel() > 16384) return false;
   // Outputs keep aliasing their inputs (views), so that a later in-place op on a constant view
   // (swin's mask[a:b, c:d] = k) updates the base, as in torch.
   for (size_t k = 0; k < stack.size(); ++k) set(n->output(k), TV::constant(stack[k]));
@@ -370,18 +371,37 @@ bool is_view_op(const std::string& kind) {
 
 void Ctx::convert_node(TNode* n) {
   convert_node_impl(n);
-  if (!n->inputs().empty() && is_view_op(n->kind().toQualString()) && n->input(0)->type()->kind() == c10::TypeKind::TensorType)
-    views_[n->input(0)].push_back(n);
+  if (!n->inputs().empty() && is_view_op(n->kind().toQualString()) && n->input(0)->type()->kind() == c10::TypeKind::TensorType) {
+    // Once per node: an unrolled loop converts the same nodes again.
+    auto& vs = views_[n->input(0)];
+    if (std::find(vs.begin(), vs.end(), n) == vs.end()) vs.push_back(n);
+  }
 }
 
 // After `base` got new values, every view taken of it earlier is taken again (and views of those),
 // so that reads through an alias see the write, as in torch.
+// Whether a value of view node `view` (or of the views taken of it) is read after `writer`: only
+// such views need their values taken again (re-deriving every earlier view made chains of writes,
+// x[i] = v in a loop, quadratic in nodes).
+bool Ctx::read_after(const TNode* view, const TNode* writer, int depth) const {
+  if (depth > 32) return true;
+  for (const TValue* o : view->outputs()) {
+    for (const torch::jit::Use& u : o->uses())
+      if (u.user != writer && u.user->isAfter(writer)) return true;
+    auto it = views_.find(o);
+    if (it != views_.end())
+      for (const TNode* v : it->second)
+        if (v != writer && read_after(v, writer, depth + 1)) return true;
+  }
+  return false;
+}
+
 void Ctx::rederive_views(const TValue* base, const TNode* except) {
   auto it = views_.find(base);
   if (it == views_.end()) return;
   std::vector<TNode*> vs = it->second;
   for (TNode* vn : vs) {
-    if (vn == except || vn->owningBlock() != except->owningBlock()) continue;
+    if (vn == except || vn->owningBlock() != except->owningBlock() || !read_after(vn, except)) continue;
     const std::string kind = vn->kind().toQualString();
     auto e = op_table().find(kind);
     if (e == op_table().end()) continue;
@@ -681,8 +701,8 @@ void Ctx::write_through(const TNode* writer, const TValue* view) {
     via = p;
     v = base;
     // Views of this tensor other than the one written through now read the new values.
-    for (TNode* other : views_[base])
-      if (other != via) {
+    for (TNode* other : std::vector<TNode*>(views_[base]))
+      if (other != via && read_after(other, writer)) {
         const std::string k = other->kind().toQualString();
         auto e = op_table().find(k);
         if (e == op_table().end() || other->owningBlock() != writer->owningBlock()) continue;

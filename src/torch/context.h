@@ -162,6 +162,7 @@ class Ctx {
   void convert_dequantized(TNode* n);
   void write_through(const TNode* writer, const TValue* view);
   void rederive_views(const TValue* base, const TNode* writer);
+  bool read_after(const TNode* view, const TNode* writer, int depth = 0) const;
   std::unordered_map<const TValue*, std::vector<TNode*>> views_;  // views taken of each value
   bool try_fold(TNode* n);
   const Profile& prof_;

@@ -232,6 +232,88 @@ Dims alternate_dims(const InputSpec& s, const ConvertOptions& o, Resize how) {
   return d;
 }
 
+// The inputs that torch.onnx keeps although their values are never read (ConvertResult::
+// keep_inputs). torch.onnx folds the shape of a static-shaped input where the nodes reading that
+// shape become constant: an input read by Shape alone (zeros(x.shape), arange(x.size(0))), or by
+// nothing, disappears; one whose shape is read together with a run-time value (x.fill_(v):
+// Expand(v, Shape(x))) stays, as does a 0-d one read at all.
+std::vector<std::string> inputs_torch_onnx_keeps(const Graph& g) {
+  std::set<std::string> constant;
+  for (const Initializer& i : g.initializers) constant.insert(i.name);
+  // Only nodes the outputs depend on count (torch.onnx removes dead code first).
+  std::set<std::string> needed;
+  for (const ValueInfo& o : g.outputs) needed.insert(o.name);
+  std::vector<bool> live(g.nodes.size(), false);
+  for (size_t k = g.nodes.size(); k-- > 0;) {
+    const Node& n = g.nodes[k];
+    if (!std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return needed.count(o) > 0; }))
+      continue;
+    live[k] = true;
+    needed.insert(n.inputs.begin(), n.inputs.end());
+    for (const Attribute& a : n.attributes) {
+      std::set<std::string> outer;
+      if (a.g) a.g->for_each_node([&](const Node& m) { outer.insert(m.inputs.begin(), m.inputs.end()); });
+      for (const auto& sg : a.graphs) sg->for_each_node([&](const Node& m) { outer.insert(m.inputs.begin(), m.inputs.end()); });
+      needed.insert(outer.begin(), outer.end());
+    }
+  }
+  std::map<std::string, std::vector<const Node*>> readers;
+  std::set<std::string> read_in_subgraphs;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (!live[k]) continue;
+    const Node& n = g.nodes[k];
+    for (const std::string& in : n.inputs) readers[in].push_back(&n);
+    for (const Attribute& a : n.attributes) {
+      std::vector<const Graph*> subs;
+      if (a.g) subs.push_back(a.g.get());
+      for (const auto& sg : a.graphs) subs.push_back(sg.get());
+      for (const Graph* sg : subs) sg->for_each_node([&](const Node& m) {
+        read_in_subgraphs.insert(m.inputs.begin(), m.inputs.end());
+      });
+    }
+  }
+  // Values computed from constants and from the shapes of static-shaped inputs.
+  std::set<std::string> static_inputs;
+  for (const ValueInfo& in : g.inputs)
+    if (in.type.shape && in.type.shape->is_static()) static_inputs.insert(in.name);
+  auto is_const = [&](const std::string& v) { return v.empty() || constant.count(v) > 0; };
+  for (const Node& n : g.nodes) {
+    bool has_sub = std::any_of(n.attributes.begin(), n.attributes.end(), [](const Attribute& a) { return a.g || !a.graphs.empty(); });
+    bool random = n.op_type.rfind("Random", 0) == 0 || n.op_type == "Multinomial" || n.op_type == "Bernoulli";
+    bool c = !has_sub && !random &&
+             (n.op_type == "Shape" && n.inputs.size() == 1 ? static_inputs.count(n.inputs[0]) || is_const(n.inputs[0])
+                                                           : std::all_of(n.inputs.begin(), n.inputs.end(), is_const));
+    if (c) constant.insert(n.outputs.begin(), n.outputs.end());
+  }
+  std::vector<std::string> keep;
+  for (const ValueInfo& in : g.inputs) {
+    if (constant.count(in.name)) continue;  // an initializer
+    auto r = readers.find(in.name);
+    if (read_in_subgraphs.count(in.name)) {
+      keep.push_back(in.name);
+      continue;
+    }
+    if (r == readers.end()) continue;  // read by nothing: torch.onnx drops it
+    bool scalar = in.type.shape && in.type.shape->dims.empty();
+    bool shape_only = std::all_of(r->second.begin(), r->second.end(), [](const Node* n) { return n->op_type == "Shape"; });
+    if (scalar || !shape_only) {
+      keep.push_back(in.name);
+      continue;
+    }
+    // Its Shape nodes fold away when every node reading them is then constant; a node that also
+    // reads a run-time value keeps the Shape, and so the input.
+    std::set<std::string> shapes;
+    for (const Node* sh : r->second) shapes.insert(sh->outputs.begin(), sh->outputs.end());
+    bool meets_runtime = false;
+    for (const Node& n : g.nodes)
+      if (std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return shapes.count(v) > 0; }) &&
+          !std::all_of(n.inputs.begin(), n.inputs.end(), is_const))
+        meets_runtime = true;
+    if (meets_runtime) keep.push_back(in.name);
+  }
+  return keep;
+}
+
 // Dict values flatten in insertion order; `keys` gets the key of each output that is a dict value
 // with a string key ("out", "aux"), else "".
 void flatten_outputs(Ctx& ctx, const TV& v, std::vector<TV>& out, std::vector<std::string>& keys,
@@ -539,17 +621,6 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   Ctx ctx(b, profile);
   ctx.warn = warn;
   bind_inputs(g, run1, flat, opts, ctx, model.graph);
-  // ONNX inputs and whether the model writes them in place (for ConvertResult::keep_inputs).
-  std::vector<std::pair<std::string, bool>> bound_inputs;
-  for (const TValue* v : g.inputs()) {
-    const TV& tv = ctx.get(v);
-    if (tv.kind != TV::Kind::Tensor || tv.name.empty()) continue;
-    bool written = std::any_of(v->uses().begin(), v->uses().end(), [](const tj::Use& u) {
-      const auto* s = u.user->maybeSchema();
-      return s && s->is_mutable() && u.offset == 0;
-    });
-    bound_inputs.emplace_back(tv.name, written);
-  }
   ctx.convert_block(g.block());
   add_custom_domains(model);
 
@@ -704,15 +775,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     result.links.push_back({name, v->debugName(), std::move(kind), std::move(src)});
   };
   for (const TValue* v : g.inputs()) link(v, "input", "");
-  std::set<std::string> read;
-  for (const Node& node : model.graph.nodes) read.insert(node.inputs.begin(), node.inputs.end());
-  for (const auto& [name, written] : bound_inputs) {
-    const ValueInfo* vi = nullptr;
-    for (const ValueInfo& in : model.graph.inputs)
-      if (in.name == name) vi = &in;
-    bool scalar_read = vi && vi->type.shape && vi->type.shape->dims.empty() && read.count(name);
-    if (written || scalar_read) result.keep_inputs.push_back(name);
-  }
+  result.keep_inputs = inputs_torch_onnx_keeps(model.graph);
   return result;
 }
 

@@ -443,11 +443,12 @@ void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists)
 void loop(Ctx& c, const TNode* n) {
   auto* body = const_cast<torch::jit::Block*>(n->blocks()[0]);
   if (try_unroll(c, n, body)) return;
-  with_lists(c, {body}, [&](const std::vector<const TValue*>& lists) { loop_lists(c, n, lists); });
+  with_lists(c, {body}, [&](const std::vector<const TValue*>& lists) { loop_lists(c, n, lists); }, true);
 }
 
-// Lists appended to in the body ride along as extra carried sequences; Optional tensors that may
-// be None ride as (has, tensor) pairs.
+// Lists appended to in the body ride along as extra carried sequences, and tensors from outside
+// that the body writes in place (x[i] += v) as extra carried tensors; Optional tensors that may be
+// None ride as (has, tensor) pairs.
 void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
   auto* body = const_cast<torch::jit::Block*>(n->blocks()[0]);
   size_t carried = n->inputs().size() - 2;
@@ -524,6 +525,13 @@ void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists)
   }
   for (const TValue* l : lists) {
     const TV& v = c.get(l);
+    if (!is_tensor_list(l) && l->type()->cast<c10::TensorType>()) {  // written in place in the body
+      if (v.kind != TV::Kind::Tensor && !(v.is_const() && v.c.isTensor()))
+        throw UnsupportedError("an in-place write inside a loop to a value that is not a tensor");
+      cs.push_back({Kind::Tensor, c.dtype_of(v)});
+      init.push_back(c.tensor(v));
+      continue;
+    }
     cs.push_back({Kind::Sequence, list_elem_dtype(c, l, &v)});
     init.push_back(to_sequence(c, v, cs.back().dtype).name);
   }
@@ -573,7 +581,7 @@ void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists)
         g->outputs.push_back({c.b.op1("Identity", {val}), Type::tensor(cs[k].dtype), {}});
       } else {
         std::string out = subgraph_output(c, v, cs[k].dtype);
-        g->outputs.push_back(value_info(out, cs[k].dtype, c.observed(n->output(k))));
+        g->outputs.push_back(value_info(out, cs[k].dtype, c.observed(k < carried ? n->output(k) : lists[k - carried])));
       }
     }
   } catch (...) {
