@@ -75,6 +75,12 @@ void Ctx::set(const TValue* v, TV tv) {
         t = promote_dtypes(t, it->second.dtype);
     }
     tv.dtype = t;
+    if (t == DType::Undefined) {  // a factory op: its dtype argument (out_dtype's rules)
+      try {
+        tv.dtype = out_dtype(v->node(), v->offset());
+      } catch (const UnsupportedError&) {
+      }
+    }
   }
   vals_[v] = std::move(tv);
 }
@@ -164,6 +170,14 @@ DType Ctx::out_dtype(const TNode* n, size_t k) const {
   for (const TValue* v : n->inputs()) {
     const TV& tv = get(v);
     if (tv.kind == TV::Kind::Tensor && !tv.number) t = promote_dtypes(t, tv.dtype);
+  }
+  if (t == DType::Undefined) {
+    // Factory ops: their dtype argument, torch's default (float) when None.
+    if (auto di = arg_index(n, "dtype")) {
+      const TV& d = get(n->input(*di));
+      if (d.is_const() && d.c.isInt()) t = dtype_from_scalar_type(static_cast<c10::ScalarType>(d.c.toInt()));
+      else if (d.is_none() && n->output(k)->type()->kind() == c10::TypeKind::TensorType) t = DType::Float;
+    }
   }
   if (t == DType::Undefined)
     throw UnsupportedError(std::string(n->kind().toQualString()) + ": output type unknown (never executed?)");

@@ -143,6 +143,70 @@ MaskSel mask_select(Ctx& c, const std::string& x, int r, int64_t p, const TV& ma
   return s;
 }
 
+// Integer index tensors at some axes of x (rank r), torch's advanced indexing: the indexed axes
+// are moved to the front, the indices broadcast together to B and stacked as [B..., k] for
+// GatherND / ScatterND. torch puts B where the first indexed axis was when the indexed axes are
+// adjacent, else in front (`at`).
+struct Advanced {
+  std::vector<int64_t> perm;  // x -> indexed axes first, the others after in order
+  std::string stacked;        // [B..., k] int64
+  std::string bshape;         // shape of B
+  int nb = 0;                 // rank of B
+  int64_t at = 0;
+};
+
+Advanced advanced(Ctx& c, const std::string& x, int r, const std::vector<std::pair<int64_t, TV>>& idx) {
+  c.b.require(11, "advanced indexing (GatherND / ScatterND)");
+  Advanced a;
+  std::vector<bool> indexed(static_cast<size_t>(r), false);
+  for (const auto& [axis, i] : idx) {
+    if (is_mask(c, i)) throw UnsupportedError("a boolean mask together with other index tensors");
+    if (axis >= r) throw UnsupportedError("more indices than the tensor has dims");
+    indexed[static_cast<size_t>(axis)] = true;
+    a.perm.push_back(axis);
+    int ir = i.is_const() ? static_cast<int>(i.c.toTensor().dim()) : i.rank_known ? static_cast<int>(i.shape.size()) : -1;
+    if (ir < 0) throw UnsupportedError("an index tensor of unknown rank");
+    a.nb = std::max(a.nb, ir);
+  }
+  for (int d = 0; d < r; ++d)
+    if (!indexed[static_cast<size_t>(d)]) a.perm.push_back(d);
+  bool adjacent = true;
+  for (size_t k = 1; k < idx.size(); ++k) adjacent = adjacent && idx[k].first == idx[k - 1].first + 1;
+  a.at = adjacent ? idx[0].first : 0;
+  std::string shape = c.b.shape_of(x);
+  std::vector<std::string> parts;
+  for (const auto& [axis, i] : idx) {
+    std::string t = c.tensor_as(i, DType::Int64);
+    std::string len = c.b.op1("Gather", {shape, c.b.i64(axis)});
+    parts.push_back(c.b.op1("Add", {t, c.b.op1("Mul", {c.b.cast(c.b.op1("Less", {t, c.b.i64(0)}), DType::Int64), len})}));
+  }
+  std::string acc = parts[0];
+  for (size_t k = 1; k < parts.size(); ++k) acc = c.b.op1("Add", {acc, c.b.op1("Mul", {parts[k], c.b.i64(0)})});
+  a.bshape = c.b.shape_of(acc);
+  std::vector<std::string> cols;
+  for (auto& p : parts) cols.push_back(c.b.unsqueeze(c.b.op1("Expand", {p, a.bshape}), {-1}));
+  a.stacked = c.b.concat(cols, -1);
+  return a;
+}
+
+// [B..., rest...] -> torch's layout [rest[:at], B..., rest[at:]] (and back with `inverse`).
+std::vector<int64_t> b_to_torch(const Advanced& a, int rest, bool inverse) {
+  std::vector<int64_t> perm;
+  for (int64_t k = 0; k < a.at; ++k) perm.push_back(a.nb + k);
+  for (int64_t k = 0; k < a.nb; ++k) perm.push_back(k);
+  for (int64_t k = a.at; k < rest; ++k) perm.push_back(a.nb + k);
+  if (!inverse) return perm;
+  std::vector<int64_t> inv(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) inv[static_cast<size_t>(perm[k])] = static_cast<int64_t>(k);
+  return inv;
+}
+
+bool identity(const std::vector<int64_t>& p) {
+  for (size_t k = 0; k < p.size(); ++k)
+    if (p[k] != static_cast<int64_t>(k)) return false;
+  return true;
+}
+
 void index(Ctx& c, const TNode* n) {
   auto idx = index_list(c, n);
   std::string x = c.t(n, 0);
@@ -158,23 +222,16 @@ void index(Ctx& c, const TNode* n) {
     }
     return c.out(n, c.b.op1("Gather", {x, c.tensor_as(i, DType::Int64)}, {Attribute::make_int("axis", axis)}));
   }
-  // Several integer index tensors on the leading dims: one GatherND over their broadcast.
-  c.b.require(11, "advanced indexing with several tensors (GatherND)");
-  for (size_t k = 0; k < idx.size(); ++k)
-    if (idx[k].first != static_cast<int64_t>(k)) throw UnsupportedError("aten::index with non-leading index tensors");
-  std::vector<std::string> parts;
-  std::string shape;
-  for (auto& [axis, i] : idx) {
-    std::string t = c.tensor_as(i, DType::Int64);
-    parts.push_back(t);
-  }
-  // Broadcast all indices to a common shape by adding zeros of each other's shape.
-  std::string acc = parts[0];
-  for (size_t k = 1; k < parts.size(); ++k) acc = c.b.op1("Add", {acc, c.b.op1("Mul", {parts[k], c.b.i64(0)})});
-  std::string common = c.b.shape_of(acc);
-  std::vector<std::string> cols;
-  for (auto& p : parts) cols.push_back(c.b.unsqueeze(c.b.op1("Expand", {p, common}), {-1}));
-  c.out(n, c.b.op1("GatherND", {x, c.b.concat(cols, -1)}));
+  // Several integer index tensors: one GatherND over their broadcast, from x with the indexed axes
+  // moved to the front, and B moved to where torch puts it.
+  int r = c.rank(n, 0);
+  Advanced a = advanced(c, x, r, idx);
+  if (!identity(a.perm)) x = c.b.transpose(x, a.perm);
+  std::string y = c.b.op1("GatherND", {x, a.stacked});
+  int rest = r - static_cast<int>(idx.size());
+  std::vector<int64_t> to_torch = b_to_torch(a, rest, false);
+  if (!identity(to_torch)) y = c.b.transpose(y, to_torch);
+  c.out(n, y);
 }
 
 // aten::index_put(x, indices, values, accumulate)
@@ -216,7 +273,33 @@ void index_put(Ctx& c, const TNode* n) {
     if (k > 1) y = c.b.op1("Reshape", {y, c.b.shape_of(x)});
     return c.out(n, y);
   }
-  if (idx.size() != 1 || idx[0].first != 0) throw UnsupportedError("aten::index_put beyond a single leading index");
+  if (idx.size() != 1 || idx[0].first != 0) {
+    // Index tensors anywhere: values broadcast to torch's result layout, moved to [B..., rest...],
+    // scattered into x with the indexed axes in front, and x moved back.
+    int r = c.rank(n, 0);
+    Advanced a = advanced(c, x, r, idx);
+    int rest = r - static_cast<int>(idx.size());
+    std::string xp = identity(a.perm) ? x : c.b.transpose(x, a.perm);
+    std::string rest_shape = c.b.slice(c.b.shape_of(xp), {static_cast<int64_t>(idx.size())}, {r}, {0});
+    std::string sel_shape = c.b.concat({a.bshape, rest_shape}, 0);  // [B..., rest...]
+    std::vector<int64_t> to_torch = b_to_torch(a, rest, false), from_torch = b_to_torch(a, rest, true);
+    std::string torch_shape = identity(to_torch) ? sel_shape
+                                                 : c.b.op1("Gather", {sel_shape, c.b.i64s(to_torch)});
+    std::string upd = c.b.op1("Expand", {v, torch_shape});
+    if (!identity(from_torch)) upd = c.b.transpose(upd, from_torch);
+    std::vector<Attribute> attrs;
+    if (acc) {
+      c.b.require(16, "index_put with accumulate");
+      attrs.push_back(Attribute::make_string("reduction", "add"));
+    }
+    std::string y = c.b.op1("ScatterND", {xp, a.stacked, upd}, attrs);
+    if (!identity(a.perm)) {
+      std::vector<int64_t> inv(a.perm.size());
+      for (size_t k = 0; k < a.perm.size(); ++k) inv[static_cast<size_t>(a.perm[k])] = static_cast<int64_t>(k);
+      y = c.b.transpose(y, inv);
+    }
+    return c.out(n, y);
+  }
   c.b.require(11, "index_put (ScatterND)");
   std::string i = c.tensor_as(idx[0].second, DType::Int64);
   int r = c.rank(n, 0);
