@@ -185,6 +185,7 @@ ConvertOptions convert_options(const pyb::dict& kw, std::vector<pyb::object>& ke
   if (kw.contains("plugins")) o.plugins = kw["plugins"].cast<std::vector<std::string>>();
   if (kw.contains("weights")) o.weights = kw["weights"].cast<std::string>();
   if (kw.contains("warn")) o.warn = python_warn(kw["warn"]);
+  if (kw.contains("training")) o.training = kw["training"].cast<bool>();
   return o;
 }
 

@@ -246,6 +246,7 @@ class Prepared:
         self.warnings = []
         self.notes = []
         self.numbers_as_inputs = False  # numbers of args became graph inputs
+        self.training = False           # a training-mode export
 
 
 def _mode_dependent(m):
@@ -288,10 +289,12 @@ def _warn_training(p, model):
     return bool(training)
 
 
-def prepare(model, args, kwargs, work_dir, script=False, numbers_as_inputs=True):
+def prepare(model, args, kwargs, work_dir, script=False, numbers_as_inputs=True, training=False):
     """numbers_as_inputs: Python numbers in args become graph inputs (torch.onnx's way); when
-    False they are baked in as constants."""
+    False they are baked in as constants. training: the model is traced / scripted in train mode
+    (a training-mode export) instead of eval mode."""
     p = Prepared()
+    p.training = training
     args, kwargs = split_args(args, kwargs)
     p.numbers_as_inputs = numbers_as_inputs and has_numbers(args, kwargs)
     if isinstance(model, (str, os.PathLike)):
@@ -309,13 +312,14 @@ def prepare(model, args, kwargs, work_dir, script=False, numbers_as_inputs=True)
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"cannot export a {type(model).__name__}",
                          "pass an nn.Module, a torch.jit.ScriptModule or a TorchScript .pt path")
-    _warn_training(p, model)
+    if not training:
+        _warn_training(p, model)
     spectral = _spectral_layers(model)
     if spectral:
         p.notes.append(f"spectral norm on {', '.join(spectral)}: each becomes one plain weight "
                        "(weight_orig / sigma from the stored u, v, as in eval mode)")
     was_training = model.training
-    model.train(False)
+    model.train(training)
     try:
         if script:
             with p.routing.scripting():
@@ -396,10 +400,12 @@ def _prepare_traced(p, model, args, kwargs, work_dir):
 
 
 def _prepare_scripted(p, sm, args, kwargs, work_dir, keep_file=False):
-    if _warn_training(p, sm):
+    if not p.training and _warn_training(p, sm):
+        keep_file = False
+    if p.training and not sm.training:
         keep_file = False
     was_training = sm.training
-    sm.train(False)
+    sm.train(p.training)
     try:
         return _save_scripted(p, sm, args, kwargs, work_dir, keep_file)
     finally:

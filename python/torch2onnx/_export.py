@@ -16,7 +16,6 @@ _TORCH_ONNX_FIXED = {
     "export_params": True,
     "do_constant_folding": True,
     "keep_initializers_as_inputs": (None, False),
-    "training": (None, "EVAL", "TrainingMode.EVAL"),
     "operator_export_type": (None, "ONNX", "OperatorExportTypes.ONNX"),
     "custom_opsets": None,
     "export_modules_as_functions": (None, False),
@@ -67,6 +66,20 @@ class ExportResult:
         v = "" if self.verification is None else f", verified={self.verification.ok}"
         return (f"ExportResult(path={self.path!r}, inputs={self.input_names}, outputs={self.output_names}, "
                 f"warnings={len(self.warnings)}{v})")
+
+
+def _training_export(training, model):
+    """torch.onnx's training argument: True for TrainingMode.TRAINING (and PRESERVE of a module in
+    train mode), False for EVAL / None."""
+    name = str(getattr(training, "name", training))
+    if training is None or name in ("EVAL", "TrainingMode.EVAL", "False"):
+        return False
+    if name in ("TRAINING", "TrainingMode.TRAINING", "True"):
+        return True
+    if name in ("PRESERVE", "TrainingMode.PRESERVE"):
+        return bool(getattr(model, "training", False))
+    raise UsageError(f"training={training!r} is not a torch.onnx.TrainingMode", "use torch.onnx.TrainingMode.EVAL, "
+                     "TRAINING or PRESERVE")
 
 
 def _check_torch_onnx_options(options):
@@ -198,7 +211,11 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
     triton_repo: also write a Triton model repository entry and a KServe manifest (max_batch as
       convert --max-batch). Returns an ExportResult.
     """
+    training = _training_export(torch_onnx_options.pop("training", None), model)
     _check_torch_onnx_options(torch_onnx_options)
+    if training and verify:
+        raise UsageError("verify compares with PyTorch in eval mode; a training-mode export is random",
+                         "leave verify out, or export with training=torch.onnx.TrainingMode.EVAL")
     if report is not None:
         raise UnsupportedError("HTML reports are not part of this build of torch2onnx",
                                "leave report out; the warnings, notes and verification are on the returned result")
@@ -220,7 +237,8 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
         def attempt(numbers_as_inputs):
             """prepare + convert; warnings are kept until the attempt succeeds."""
             said = []
-            prep = prepare(model, args, kwargs, work, script=script, numbers_as_inputs=numbers_as_inputs)
+            prep = prepare(model, args, kwargs, work, script=script, numbers_as_inputs=numbers_as_inputs,
+                           training=training)
             names = _onnx_input_names(prep.inputs)
             data, quantized, _ = _example_values(prep.inputs)
             final_inputs = list(input_names or [])
@@ -235,7 +253,7 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
                 dynamic={by_final[n]: axes for n, axes in ins_dyn.items()},
                 output_names=list(output_names or []), custom_ops=prep.routing.specs + list(custom_ops or []),
                 plugins=[os.fspath(p) for p in plugins or []], weights=os.fspath(weights) if weights else "",
-                warn=said.append)
+                warn=said.append, training=training)
             return prep, final_inputs, by_final, ins_dyn, outs_dyn, conv, said
 
         try:
@@ -257,7 +275,7 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
             if w not in result.warnings:
                 result.warnings.append(w)
         result.notes += conv.notes
-        if optimize and _native.has_optimizer:
+        if optimize and _native.has_optimizer and not training:  # dropout makes outputs random: no proof
             result.optimization = conv.optimize(_example_values(prep.inputs)[2], warn)
         if verify:
             onnx_tmp = os.path.join(work, "model.onnx")

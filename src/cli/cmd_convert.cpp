@@ -34,6 +34,7 @@ struct ConvertArgs {
   bool quiet = false;
   bool verify = false;
   bool no_optimize = false;
+  bool training = false;
   std::string weights;
   std::vector<std::string> custom_ops;
   std::vector<std::string> plugins;
@@ -120,6 +121,10 @@ int convert(const ConvertArgs& a) {
   o.weights = a.weights;
   o.custom_ops = a.custom_ops;
   o.plugins = a.plugins;
+  o.training = a.training;
+  if (a.training && a.verify)
+    throw Error("--verify compares with PyTorch in eval mode; a training-mode export is random",
+                "leave --verify out, or convert without --training", kExitUsage);
   std::string out = a.output.empty() ? fs::path(a.model).replace_extension(".onnx").string() : a.output;
   if (fs::absolute(out) == fs::absolute(a.model))
     throw Error("the output would overwrite the input model", "choose another name with -o", kExitUsage);
@@ -153,7 +158,7 @@ int convert(const ConvertArgs& a) {
     throw;
   }
   if (page) page->add_stage("convert (load, learn shapes, convert)", ms_since(t0));
-  if (!a.no_optimize) {
+  if (!a.no_optimize && !a.training) {  // a training-mode export is random: nothing to prove passes on
     std::map<std::string, Dims> sizes;
     for (const auto& in : o.inputs) sizes[in.name] = in.dims;
     OptimizeReport opt = optimize_converted(r.model, sizes, o.data, o.warn);
@@ -253,6 +258,10 @@ Runner add_convert(CLI::App& app) {
                 "write the converter's output as it is: no optimizer passes (by default the passes of 'torch2onnx "
                 "optimize' run, each proven on the runtime and rolled back if it changes outputs)");
   cmd->add_flag("--verify", a->verify, "compare the ONNX model with PyTorch right after converting (exit 1 on mismatch)");
+  cmd->add_flag("--training", a->training,
+                "export training-mode behaviour, as torch.onnx's training=TrainingMode.TRAINING: dropout stays (ONNX "
+                "Dropout in training mode, random) and batch norm uses the batch's statistics; no optimizer passes "
+                "(default: inference semantics)");
   cmd->add_option("--report", a->report,
                   "also write a self-contained HTML page: the graph, warnings and what was changed and why, optimizer "
                   "passes, and with --verify every node colored by its error against PyTorch");

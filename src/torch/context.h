@@ -150,6 +150,8 @@ class Ctx {
   std::map<std::string, std::vector<std::string>> unsupported;
   std::vector<std::string> opset_errors;
   std::function<void(const std::string&)> warn;
+  // Training-mode export (ConvertOptions::training): batch norm with batch statistics, dropout kept.
+  bool training = false;
 
   static std::string source_of(const TNode* n);
   // The submodule a node came from, "layer3.1.conv2" (from the inlined call stack); "" at top level.

@@ -496,7 +496,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   };
   register_custom_ops(opts.custom_ops, opts.plugins, opts.warn);
   install_cpu_fallbacks();
-  PreparedGraph prep = load_and_prepare(pt_path, warn, opts.weights);
+  PreparedGraph prep = load_and_prepare(pt_path, warn, opts.weights, opts.training);
   auto& g = *prep.graph;
 
   // Example inputs for the profiling runs: one at the given sizes, one with dynamic axes moved.
@@ -620,6 +620,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   Builder b(model, opts.opset);
   Ctx ctx(b, profile);
   ctx.warn = warn;
+  ctx.training = opts.training;
   bind_inputs(g, run1, flat, opts, ctx, model.graph);
   ctx.convert_block(g.block());
   add_custom_domains(model);
@@ -775,6 +776,8 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     result.links.push_back({name, v->debugName(), std::move(kind), std::move(src)});
   };
   for (const TValue* v : g.inputs()) link(v, "input", "");
+  for (const TNode* n : g.nodes())
+    for (const TValue* v : n->outputs()) link(v, n->kind().toQualString(), Ctx::source_of(n));
   result.keep_inputs = inputs_torch_onnx_keeps(model.graph);
   return result;
 }

@@ -39,6 +39,10 @@ struct ConvertOptions {
   std::string weights;                  // --weights: a torch.save(state_dict) file loaded strictly
   std::vector<std::string> custom_ops;  // --custom-op 'SCHEMA=DOMAIN::OP' (torch/custom_op.h)
   std::vector<std::string> plugins;     // runtime plugins that can run custom ops while learning shapes
+  // Export training-mode behaviour (torch.onnx's training=TrainingMode.TRAINING): the module is
+  // not put in eval mode, dropout stays (ONNX Dropout with training_mode, random) and batch norm
+  // normalizes by the batch's statistics. Default: inference semantics.
+  bool training = false;
 };
 
 // An ONNX value of the top-level graph that holds the same tensor as a TorchScript value; lets

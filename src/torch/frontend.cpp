@@ -72,21 +72,22 @@ tj::Module load_module(const std::string& path) {
 }
 
 PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn,
-                               const std::string& weights) {
+                               const std::string& weights, bool keep_training) {
   tj::Module module = load_module(path);
   if (!weights.empty()) load_weights(module, weights, warn);
   // Models saved mid-training convert in eval mode; say which submodules that changes.
   std::vector<std::string> training;
   for (const auto& m : module.named_modules())
     if (m.value.is_training()) training.push_back(m.name.empty() ? "(root)" : m.name);
-  if (!training.empty()) {
+  if (!training.empty() && !keep_training) {
     std::string list;
     for (size_t i = 0; i < training.size() && i < 8; ++i) list += (i ? ", " : "") + training[i];
     if (training.size() > 8) list += ", ... (" + std::to_string(training.size()) + " in all)";
     warn("model was saved in training mode; converting in eval mode (dropout off, batchnorm uses running "
          "stats). Submodules in training mode: " + list);
   }
-  module.eval();
+  if (keep_training) module.train();
+  else module.eval();
   if (!module.find_method("forward")) throw InputError("TorchScript file '" + path + "' has no forward() method");
   tj::Module frozen;
   try {
@@ -118,14 +119,14 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
   if (!g->inputs().empty() && g->inputs()[0]->type()->cast<c10::ClassType>())
     throw Error("the model's forward reads module state that cannot be resolved at conversion time",
                 "file a report with the model");
-  std::vector<std::string> baked = to_inference_semantics(*g);
+  std::vector<std::string> baked = keep_training ? std::vector<std::string>{} : to_inference_semantics(*g);
   if (!baked.empty()) {
     std::string list;
     for (const auto& b : baked) list += (list.empty() ? "" : "; ") + b;
     warn("the graph has training-mode behaviour built in (traced in train()?); converted with inference "
          "semantics (dropout removed, norms use running statistics): " + list);
   }
-  tj::removeDropout(g);
+  if (!keep_training) tj::removeDropout(g);
   // Not EliminateExceptions: it loops forever on some graphs; the If converter drops raising
   // branches instead.
   tj::RemoveListMutation(g);

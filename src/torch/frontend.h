@@ -33,7 +33,8 @@ std::string load_torchvision_ops();
 
 // Throws InputError for files libtorch cannot load. Warnings go to `warn`.
 // `weights`: a state_dict file loaded into the module (strictly) before freezing.
+// `training`: keep training-mode behaviour (ConvertOptions::training) instead of eval semantics.
 PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn,
-                               const std::string& weights = {});
+                               const std::string& weights = {}, bool training = false);
 
 }  // namespace t2o

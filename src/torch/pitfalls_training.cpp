@@ -64,6 +64,10 @@ int resolve_module_attributes(tj::Graph& g, const c10::IValue& self) {
       continue;  // not a constant kind (e.g. a list of tensors): left as module state
     }
     c->copyMetadata(n->output());
+    // An Optional attribute that holds a value: the constant has the value's type (the
+    // interpreter has no literal of an Optional type).
+    if (!attr.isNone())
+      if (auto opt = n->output()->type()->cast<c10::OptionalType>()) c->setType(opt->getElementType());
     n->output()->replaceAllUsesWith(c);
     ++changed;
   }

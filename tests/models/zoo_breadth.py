@@ -262,7 +262,7 @@ class PackedTraced(nn.Module):
         self.rnn = nn.LSTM(5, 7, num_layers=2)
 
     def forward(self, x, lengths):
-        p = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=False)
+        p = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=True)
         out, _ = self.rnn(p)
         return nn.utils.rnn.pad_packed_sequence(out)[0]
 
@@ -391,11 +391,16 @@ def fixtures():
         "br_index_lists_trace": lambda: dict(model=IndexLists(), inputs=[r(5, 4), torch.tensor([1, 3])], mode="trace",
                                              data=True, dynamic=["x:1=w"], alt_inputs=[r(5, 6), torch.tensor([2, 4])],
                                              min_opset=(11, "aten::index", "c = x[[0, 1], [2, 1]]", IndexLists)),
-        # Traced, the LSTM's initial state has the traced batch: at another batch PyTorch's kernel would
-        # read out of bounds; shape learning reports it instead.
-        "br_packed_traced_batch": lambda: dict(model=PackedTraced(), inputs=[r(6, 3, 5), torch.tensor([6, 2, 4])], mode="trace",
-                                               data=True, dynamic=["x:1=b", "lengths:0=b"],
-                                               expect_error="2 RNN: expected a hidden state of batch"),
+        # Traced, the LSTM's default initial state is zeros of the traced batch (at another batch
+        # PyTorch's kernel would read out of bounds): the converter makes them zeros of the batch the
+        # RNN gets, as torch.onnx does, so the model runs at any batch.
+        "br_packed_traced_batch": lambda: dict(model=PackedTraced(), inputs=[r(6, 3, 5), torch.tensor([6, 4, 2])], mode="trace",
+                                               data=True, dynamic=["x:1=b", "lengths:0=b"], tol=(1e-4, 1e-5),
+                                               alt_inputs=[r(6, 5, 5), torch.tensor([6, 5, 3, 2, 1])],
+                                               # traced: the line recorded is the one in torch that calls the op
+                                               min_opset=(11, "aten::_pack_padded_sequence",
+                                                          "_VF._pack_padded_sequence(input, lengths, batch_first)",
+                                                          nn.utils.rnn.pack_padded_sequence)),
         "br_encoder_pad_mask": lambda: dict(model=EncoderPadMask(), inputs=[r(2, 5, 16), _pad_mask([5, 3], 5)], data=True,
                                             dynamic=["x:0=b,1=t", "pad:0=b,1=t"], tol=(1e-4, 1e-5),
                                             alt_inputs=[r(3, 7, 16), _pad_mask([2, 7, 4], 7)]),

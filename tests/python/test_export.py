@@ -246,3 +246,44 @@ def test_list_args_optional_tensors_and_keyword_only_parameters(tmp_path):
     np.testing.assert_allclose(got, (x0 + 2 * x1).numpy(), rtol=1e-6)
     r2 = torch2onnx.export(ListIn(), ([x0, x1], {"y": y, "k": 5}), tmp_path / "l2.onnx", verify=True)
     assert r2.input_names == ["xs.0", "xs.1", "y", "k"] and r2.verification.ok
+
+
+class TrainBits(torch.nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm2d(3)
+        self.drop = torch.nn.Dropout(p)
+
+    def forward(self, x):
+        return self.drop(self.bn(x))
+
+
+@pytest.mark.parametrize("script", [False, True])
+def test_training_mode_export(tmp_path, script):
+    # training=TRAINING, as torch.onnx: batch norm normalizes by the batch's statistics, dropout stays.
+    torch.manual_seed(5)
+    x = torch.randn(4, 3, 5, 5) * 3 + 1
+    m = TrainBits(0.0)
+    with torch.no_grad():
+        m.bn.running_mean.fill_(7.0)  # running statistics an eval export would use
+    r = torch2onnx.export(m, x, tmp_path / "bn.onnx", training=torch.onnx.TrainingMode.TRAINING, script=script)
+    assert m.training  # left in the mode it was in
+    with torch.no_grad():
+        want = m(x).numpy()
+    (got,) = ort.run(r.path, [x.numpy()])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    # Dropout in training mode: ONNX Dropout with training_mode, zeroing about p and scaling the rest.
+    big = torch.rand(1, 3, 64, 64) + 1.0
+    m2 = TrainBits(0.5)
+    m2.bn = torch.nn.Identity()
+    r2 = torch2onnx.export(m2, big, tmp_path / "drop.onnx", training=torch.onnx.TrainingMode.TRAINING, script=script)
+    (y,) = ort.run(r2.path, [big.numpy()])
+    kept = y != 0
+    assert 0.4 < 1 - kept.mean() < 0.6
+    np.testing.assert_allclose(y[kept], big.numpy()[kept] * 2, rtol=1e-6)
+    # EVAL (the default) and verify with TRAINING are what they were.
+    r3 = torch2onnx.export(m, x, tmp_path / "eval.onnx")
+    with torch.no_grad():
+        np.testing.assert_allclose(ort.run(r3.path, [x.numpy()])[0], m.eval()(x).numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(torch2onnx.UsageError, match="training-mode export is random"):
+        torch2onnx.export(m, x, tmp_path / "v.onnx", training=torch.onnx.TrainingMode.TRAINING, verify=True)

@@ -19,8 +19,8 @@ std::string per_channel(Ctx& c, const std::string& p, int r);
 // aten::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn)
 void batch_norm(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
-  if (c.flag(n, 5) && (c.is_none(n, 3) || c.is_none(n, 4))) {
-    // No running statistics (track_running_stats=False): eval normalizes by the batch's own.
+  if (c.flag(n, 5) && (c.training || c.is_none(n, 3) || c.is_none(n, 4))) {
+    // Training-mode export, or no running statistics (track_running_stats=False): the batch's own.
     int r = c.rank(n, 0);
     std::vector<int64_t> axes{0};
     for (int i = 2; i < r; ++i) axes.push_back(i);

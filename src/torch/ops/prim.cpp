@@ -11,6 +11,17 @@ void identity(Ctx& c, const TNode* n) {
   c.set(n->output(), v);
 }
 
+// dropout(x, p, train): the identity at inference; in a training-mode export with train set, ONNX's
+// Dropout with training_mode (random, as torch's).
+void dropout(Ctx& c, const TNode* n) {
+  if (!c.training || !c.is_const(n, 2) || !c.flag(n, 2) || c.f(n, 1) == 0.0) return identity(c, n);
+  std::string kind = n->kind().toQualString();
+  if (kind != "aten::dropout" && kind != "aten::dropout_")
+    throw UnsupportedError(kind + " in a training-mode export (ONNX's Dropout zeroes single elements)");
+  c.b.require(12, "dropout in a training-mode export (Dropout with training_mode)");
+  c.out(n, c.b.op1("Dropout", {c.t(n, 0), c.b.scalar(c.f(n, 1), DType::Float), c.b.scalar(1, DType::Bool)}));
+}
+
 void list_construct(Ctx& c, const TNode* n) {
   std::vector<TV> items;
   for (size_t i = 0; i < n->inputs().size(); ++i) {
@@ -446,9 +457,9 @@ void register_prim_ops(OpTable& t) {
   t["aten::detach"] = {identity};
   t["aten::contiguous"] = {identity};
   t["aten::clone"] = {identity};
-  t["aten::dropout"] = {identity};
-  t["aten::feature_dropout"] = {identity};
-  t["aten::alpha_dropout"] = {identity};
+  t["aten::dropout"] = {dropout};
+  t["aten::feature_dropout"] = {dropout};
+  t["aten::alpha_dropout"] = {dropout};
   t["aten::feature_alpha_dropout"] = {identity};
   t["aten::lift_fresh"] = {identity};
   t["aten::warn"] = {nothing};
