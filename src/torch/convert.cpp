@@ -607,7 +607,14 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
           }
       resized_runs(same, {Resize::PlusOne, Resize::Doubled});
     }
-    if (!any) throw *failure;
+    // No resized run works (axes whose sizes must keep a relation the resizing breaks, such as
+    // repeats of length 1 or of the input's length): the dims are learned from the example inputs
+    // alone. The dynamic axes stay symbolic and the shape-generic converters compute sizes at run
+    // time, but a size read as a constant would be fixed: say so, and how to check.
+    if (!any)
+      warn("the model fails at other sizes along the --dynamic axes (" + std::string(failure->what()) +
+           "); shapes were learned from the example inputs alone, so a size the model computes may be fixed in "
+           "the ONNX model: check the sizes you will use with 'torch2onnx verify --samples N' (or --data)");
   }
 
   Model& model = result.model;

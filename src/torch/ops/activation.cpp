@@ -117,6 +117,7 @@ void prelu(Ctx& c, const TNode* n) {
     for (int i = 2; i < r; ++i) shape.push_back(1);
     w = c.b.reshape(w, shape);
   }
+  if (r == 0 && wn == 1) w = c.b.reshape(w, {});  // a 0-d input stays 0-d (a [1] slope would broadcast it)
   c.out(n, c.b.op1("PRelu", {x, w}));
 }
 

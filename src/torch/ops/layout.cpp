@@ -347,9 +347,16 @@ void repeat_interleave(Ctx& c, const TNode* n) {
     at::Tensor rt = reps.c.toTensor().to(at::kLong);
     idx = c.b.constant(tensor_from_torch(at::repeat_interleave(rt)), "positions");
   } else {
-    idx = repeated_positions(c, c.tensor_as(reps, DType::Int64));
+    // torch broadcasts one count to every element: repeats may have length 1 at run time.
+    std::string rr = c.b.reshape(c.tensor_as(reps, DType::Int64), {-1});
+    rr = c.b.op1("Expand", {rr, c.b.unsqueeze(c.b.dim(x, axis), {0})});
+    idx = repeated_positions(c, rr);
   }
   c.out(n, c.b.op1("Gather", {x, idx}, {Attribute::make_int("axis", axis)}));
+  // The output's length along `axis` is the sum of the counts: a value, never a profiled constant.
+  TV& out = c.get_mut(n->output());
+  if (!reps.is_const() && out.rank_known && axis < static_cast<int64_t>(out.shape.size()))
+    out.shape[static_cast<size_t>(axis)] = -1;
 }
 
 // aten::_dim_arange(like, dim): arange(like.size(dim)).

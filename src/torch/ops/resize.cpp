@@ -59,7 +59,9 @@ void emit_pad(Ctx& c, const TNode* n, const std::string& mode, double value) {
       if (lo > 0) parts.push_back(c.b.slice(x, {-lo}, {INT64_MAX}, {axis}));
       parts.push_back(x);
       if (hi > 0) parts.push_back(c.b.slice(x, {0}, {hi}, {axis}));
-      x = c.b.concat(parts, axis);
+      x = parts.size() > 1 ? c.b.concat(parts, axis) : x;
+      // Negative amounts crop (out[i] = x[(i - lo) mod n], as torch computes it).
+      if (lo < 0 || hi < 0) x = c.b.slice(x, {lo < 0 ? -lo : 0}, {hi < 0 ? hi : INT64_MAX}, {axis});
     }
     return c.out(n, x);
   }

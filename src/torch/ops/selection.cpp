@@ -68,8 +68,14 @@ void take_along_dim(Ctx& c, const TNode* n) {
 // aten::one_hot(x, num_classes=-1) -> int64 [..., C]; C = max(x) + 1 when not given.
 void one_hot(Ctx& c, const TNode* n) {
   std::string x = c.t_as(n, 0, DType::Int64);
-  int64_t k = c.i(n, "num_classes", -1);
   std::string classes;
+  if (const TV* kv = c.arg(n, "num_classes"); kv && !kv->is_const()) {  // a computed class count
+    std::string k = c.int_tensor(*kv);
+    if (kv->rank_known && !kv->shape.empty()) k = c.b.reshape(k, {});
+    classes = arange_of(c, k);
+    return c.out(n, c.b.cast(c.b.op1("Equal", {c.b.unsqueeze(x, {c.rank(n, 0)}), classes}), DType::Int64));
+  }
+  int64_t k = c.i(n, "num_classes", -1);
   if (k >= 0) {
     std::vector<int64_t> v;
     for (int64_t i = 0; i < k; ++i) v.push_back(i);

@@ -163,14 +163,17 @@ void expand_as(Ctx& c, const TNode* n) {
 
 void repeat(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
-  auto reps = c.ints(n, 1);
+  const TV& rv = c.in(n, 1);
+  // The repeat counts, constant or computed (their number is always known).
+  size_t count = rv.is_const() ? c.ints(n, 1).size() : rv.kind == TV::Kind::List ? rv.items.size() : 0;
+  if (count == 0 && !rv.is_const()) throw UnsupportedError("aten::repeat with repeats of unknown length");
   std::string x = c.t(n, 0);
-  if (static_cast<int>(reps.size()) > r) {
+  if (static_cast<int>(count) > r) {
     std::vector<int64_t> axes;
-    for (int i = 0; i < static_cast<int>(reps.size()) - r; ++i) axes.push_back(i);
+    for (int i = 0; i < static_cast<int>(count) - r; ++i) axes.push_back(i);
     x = c.b.unsqueeze(x, axes);
   }
-  c.out(n, c.b.op1("Tile", {x, c.b.i64s(reps)}));
+  c.out(n, c.b.op1("Tile", {x, rv.is_const() ? c.b.i64s(c.ints(n, 1)) : c.ints_tensor(rv)}));
 }
 
 void cat(Ctx& c, const TNode* n) {
