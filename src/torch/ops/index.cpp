@@ -1,5 +1,7 @@
 // Indexing: index_select/gather/scatter/index/index_put/masked_fill/embedding/nonzero.
 #include <algorithm>
+#include <climits>
+#include <cmath>
 
 #include "torch/ops/ops.h"
 
@@ -85,6 +87,98 @@ void scatter(Ctx& c, const TNode* n, const std::string& reduction) {
 }
 void scatter_(Ctx& c, const TNode* n) { scatter(c, n, ""); }
 void scatter_add(Ctx& c, const TNode* n) { scatter(c, n, "add"); }
+
+// aten::scatter_reduce(self, dim, index, src, reduce, include_self): sum / prod (and mean's sum and
+// count) through ScatterElements with a reduction (opset 16); amax / amin, which ONNX's reductions
+// lack before opset 18, and everything before 16 densely: for each output position along `dim`,
+// the src elements whose index points there (a [src..., out_len] mask), reduced over `dim`.
+void scatter_reduce(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  int r = c.rank(n, 0);
+  int64_t axis = norm_axis(c.i(n, "dim", 0), std::max(r, 1));
+  std::string reduce = c.arg(n, "reduce")->c.toStringRef();
+  bool include_self = c.flag(n, "include_self", true);
+  std::string x = c.t_as(n, 0, t), idx = c.t_as(n, 2, DType::Int64), src = c.t_as(n, 3, t);
+  if (r == 0) {  // a 0-d self: index and src are 0-d or one element; treat all as 1-D
+    x = c.b.reshape(x, {1});
+    idx = c.b.reshape(idx, {-1});
+    src = c.b.reshape(src, {-1});
+    r = 1;
+  }
+  // torch reads src only where index has elements.
+  {
+    std::vector<int64_t> axes;
+    for (int i = 0; i < r; ++i) axes.push_back(i);
+    src = c.b.slice_dyn(src, c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), c.b.shape_of(idx), c.b.i64s(axes));
+  }
+  std::string len = c.b.dim(x, axis);
+  idx = c.b.op1("Add", {idx, c.b.op1("Mul", {c.b.cast(c.b.op1("Less", {idx, c.b.i64(0)}), DType::Int64), len})});
+  auto scatter_with = [&](const std::string& base, const std::string& upd, const std::string& red) {
+    std::vector<Attribute> attrs{Attribute::make_int("axis", axis)};
+    if (!red.empty()) attrs.push_back(Attribute::make_string("reduction", red));
+    return c.b.op1("ScatterElements", {base, idx, upd}, attrs);
+  };
+  std::string ones = c.b.op1("Expand", {c.b.scalar(1, t), c.b.shape_of(idx)});
+  std::string zeros_x = c.b.op1("Mul", {x, c.b.scalar(0, t)});
+  // How many src elements reach each position of x.
+  std::string count;
+  std::string y;
+  if (c.b.opset() >= 16 && reduce != "amax" && reduce != "amin") {
+    count = scatter_with(zeros_x, ones, "add");
+    if (reduce == "prod") {
+      std::string base = include_self ? x : scatter_with(x, ones, "");
+      y = scatter_with(base, src, "mul");
+    } else {
+      std::string base = include_self ? x : scatter_with(x, c.b.op1("Mul", {ones, c.b.scalar(0, t)}), "");
+      y = scatter_with(base, src, "add");
+      if (reduce == "mean") {
+        std::string den = include_self ? c.b.op1("Add", {count, c.b.scalar(1, t)}) : count;
+        std::string safe = c.b.op1("Max", {den, c.b.scalar(1, t)});
+        y = c.b.op1("Div", {y, safe});
+      } else if (reduce != "sum") {
+        throw UnsupportedError("scatter_reduce with reduce='" + reduce + "'");
+      }
+    }
+  } else {
+    c.b.require(11, "scatter_reduce (Range)");
+    // mask[..., p] = index[...] == p over the output positions p, src broadcast beside it.
+    std::string mask = c.b.op1("Equal", {c.b.unsqueeze(idx, {r}), c.b.op1("Range", {c.b.i64(0), len, c.b.i64(1)})});
+    std::string sv = c.b.unsqueeze(src, {r});
+    double ident = reduce == "prod" ? 1.0 : reduce == "amax" ? -INFINITY : reduce == "amin" ? INFINITY : 0.0;
+    if (!dtype_is_float(t) && std::isinf(ident))
+      ident = ident > 0 ? static_cast<double>(INT32_MAX) : static_cast<double>(INT32_MIN);
+    std::string filled = c.b.op1("Where", {mask, sv, c.b.scalar(ident, t)});
+    std::string op = reduce == "prod" ? "ReduceProd" : reduce == "amax" ? "ReduceMax" : reduce == "amin" ? "ReduceMin" : "ReduceSum";
+    if (op == "ReduceSum" && reduce != "sum" && reduce != "mean") throw UnsupportedError("scatter_reduce with reduce='" + reduce + "'");
+    std::string red = c.b.reduce(op, filled, {axis}, true);                                   // [src..(1 at axis).., L]
+    std::string cnt = c.b.reduce("ReduceSum", c.b.cast(mask, t), {axis}, true);
+    // Move the positions axis (last) into `axis`, drop the reduced one.
+    std::vector<int64_t> perm;
+    for (int i = 0; i <= r; ++i) perm.push_back(i);
+    std::swap(perm[static_cast<size_t>(axis)], perm[static_cast<size_t>(r)]);
+    red = c.b.squeeze(c.b.transpose(red, perm), {r});
+    cnt = c.b.squeeze(c.b.transpose(cnt, perm), {r});
+    // Dims other than `axis` may be shorter than x's: pad with the identity (count 0).
+    std::string pads_end = c.b.op1("Sub", {c.b.shape_of(x), c.b.shape_of(red)});
+    std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), pads_end}, 0);
+    red = c.b.op1("Pad", {red, pads, c.b.scalar(ident, t)}, {Attribute::make_string("mode", "constant")});
+    count = c.b.op1("Pad", {cnt, pads, c.b.scalar(0, t)}, {Attribute::make_string("mode", "constant")});
+    std::string combined = red;
+    if (include_self) {
+      if (reduce == "prod") combined = c.b.op1("Mul", {x, red});
+      else if (reduce == "amax") combined = c.b.op1("Max", {x, red});
+      else if (reduce == "amin") combined = c.b.op1("Min", {x, red});
+      else combined = c.b.op1("Add", {x, red});
+    }
+    if (reduce == "mean") {
+      std::string den = include_self ? c.b.op1("Add", {count, c.b.scalar(1, t)}) : count;
+      combined = c.b.op1("Div", {combined, c.b.op1("Max", {den, c.b.scalar(1, t)})});
+    }
+    y = c.b.op1("Where", {c.b.op1("Greater", {count, c.b.scalar(0, t)}), combined, x});
+  }
+  if (c.rank(n, 0) == 0) y = c.b.reshape(y, {});
+  c.out(n, y);
+}
 
 void embedding(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("Gather", {c.t(n, 0), c.t_as(n, 1, DType::Int64)}, {Attribute::make_int("axis", 0)}));
@@ -323,6 +417,7 @@ void register_index_ops(OpTable& t) {
   t["aten::gather"] = {gather};
   t["aten::scatter"] = {scatter_};
   t["aten::scatter_add"] = {scatter_add};
+  t["aten::scatter_reduce"] = {scatter_reduce};
   t["aten::embedding"] = {embedding};
   t["aten::masked_fill"] = {masked_fill};
   t["aten::index"] = {index};

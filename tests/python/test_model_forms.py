@@ -1,0 +1,126 @@
+"""Model forms that PyTorch's own exporter tests use and torch.onnx exports, exported through
+torch2onnx.export and checked against eager PyTorch in ONNX Runtime and in torch2onnx's runtime,
+at the example args and, for dynamic axes, at other sizes."""
+import numpy as np
+import pytest
+import torch
+from torch.nn.utils import rnn as rnn_utils
+
+import ort
+import torch2onnx
+
+
+def flat(out):
+    if isinstance(out, torch.Tensor):
+        return [out.detach().numpy()]
+    return [o for e in out for o in flat(e)]
+
+
+def check(model, args, path, others=(), rtol=1e-5, atol=1e-6, **export):
+    r = torch2onnx.export(model, args, path, **export)
+    sess = torch2onnx.InferenceSession(path)
+    for a in [args, *others]:
+        a = a if isinstance(a, tuple) else (a,)
+        feeds = [x.numpy() if isinstance(x, torch.Tensor) else np.array(x) for x in a]
+        with torch.no_grad():
+            want = flat(model(*a))
+        for got in (ort.run(path, feeds), sess.run(None, dict(zip(r.input_names, feeds)))):
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape
+                np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return r
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce(tmp_path, opset, reduce):
+    torch.manual_seed(0)
+    for include_self in (True, False):
+        for dim in (0, 1):
+            class M(torch.nn.Module):
+                def forward(self, x, idx, src):
+                    return x.scatter_reduce(dim, idx, src, reduce=reduce, include_self=include_self)
+
+            x, src = torch.randn(4, 5), torch.randn(3, 4)  # index smaller than src and x
+            idx = torch.randint(0, x.shape[dim], (3, 4))
+            check(M(), (x, idx, src), tmp_path / "m.onnx", opset_version=opset)
+
+
+class Advanced(torch.nn.Module):
+    def forward(self, x):
+        a = x[:, torch.tensor([[0, 2], [1, 1]]), :, torch.tensor([2, 1]), torch.tensor([0, 3])]  # apart: B in front
+        b = x[:, :, torch.tensor([1, 0]), torch.tensor([[2], [3]])]  # adjacent: B where the first one was
+        return a, b
+
+
+class AdvancedPut(torch.nn.Module):
+    def forward(self, x, u, v):
+        x[1:2, 1:3, torch.tensor([1])] += u
+        x[..., torch.tensor([2, 1, 3])] = v
+        return x
+
+
+def test_advanced_indexing_at_any_axes(tmp_path):
+    check(Advanced(), torch.randn(3, 4, 5, 6, 7), tmp_path / "a.onnx")
+    check(AdvancedPut(), (torch.randn(3, 4, 5), torch.tensor([10.0, 15.0]).view(1, 2, 1), torch.randn(3, 4, 3)),
+          tmp_path / "p.onnx")
+
+
+class Squeezes(torch.nn.Module):
+    def forward(self, x, dim: int):
+        return torch.squeeze(x), torch.squeeze(x, 2), torch.squeeze(x, dim)
+
+
+def test_squeeze_decides_at_run_time(tmp_path):
+    # With every axis dynamic, whether a dim is 1 is known only at run time.
+    x = torch.randn(2, 1, 4)
+    check(Squeezes(), (x, 1), tmp_path / "s.onnx", others=[(torch.randn(3, 2, 1), 1), (torch.randn(1, 1, 5), 0)],
+          input_names=["x", "dim"], dynamic_axes={"x": {0: "a", 1: "b", 2: "c"}})
+
+
+class Repeats(torch.nn.Module):
+    def forward(self, x, repeats):
+        return torch.repeat_interleave(x, repeats, dim=1)
+
+
+def test_repeat_interleave_with_a_run_time_length(tmp_path):
+    x = torch.tensor([[1, 2, 4], [3, 4, 7]])
+    with pytest.warns(torch2onnx.ConversionWarning, match="fails at other sizes"):
+        check(Repeats(), (x, torch.tensor([2])), tmp_path / "r.onnx", others=[(x, torch.tensor([4]))],
+              input_names=["x", "repeats"], dynamic_axes={"repeats": {0: "r"}})
+
+
+class PackedRnn(torch.nn.Module):
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(5, 3, num_layers=2, bidirectional=True)
+
+    def forward(self, x, lengths):
+        p = rnn_utils.pack_padded_sequence(x, lengths)
+        out, h = self.rnn(p)
+        return rnn_utils.pad_packed_sequence(out)[0], h
+
+
+def batch(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    lengths = sorted(torch.randint(1, 12, (n,), generator=g).tolist(), reverse=True)
+    x = rnn_utils.pad_sequence([torch.randn(k, 5, generator=g) for k in lengths])
+    return x, torch.tensor(lengths, dtype=torch.int32)
+
+
+@pytest.mark.parametrize("cell", [torch.nn.RNN, torch.nn.LSTM, torch.nn.GRU])
+def test_traced_packed_rnn_without_a_state_runs_at_any_batch(tmp_path, cell):
+    # Tracing bakes the default zero state at the traced batch; the output's length is max(lengths).
+    torch.manual_seed(1)
+    check(PackedRnn(cell).eval(), batch(7, 0), tmp_path / "rnn.onnx", others=[batch(8, 1), batch(3, 2)],
+          rtol=1e-4, atol=1e-5, input_names=["x", "lengths"], dynamic_axes={"x": [0, 1], "lengths": [0]})
+
+
+class Stft(torch.nn.Module):
+    def forward(self, x):
+        return torch.stft(x, n_fft=16, hop_length=4, center=False, return_complex=False)
+
+
+def test_stft_with_a_static_length(tmp_path):
+    check(Stft(), torch.randn(2, 37), tmp_path / "stft.onnx", rtol=1e-4, atol=1e-4)
