@@ -591,6 +591,7 @@ void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::functio
   // so do later uses of the tensor it is a view of (x[:, 1:3] += 1 changes x).
   if (inplace_fallback) {
     set(n->input(0), get(n->output(0)));
+    if (n->input(0)->type()->kind() == c10::TypeKind::ListType) return;  // a list (res += [...]): no views
     try {
       write_through(n, n->input(0));
     } catch (const OpsetError& e) {

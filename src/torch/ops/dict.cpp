@@ -115,6 +115,21 @@ void dict_set(Ctx& c, const TNode* n, size_t key_i, size_t val_i) {
 void set_item(Ctx& c, const TNode* n) {
   if (is_dict_type(n->input(0))) return dict_set(c, n, 1, 2);
   TV& l = c.get_mut(n->input(0));
+  if (l.sequence || (l.kind == TV::Kind::List && !c.is_const(n, 1))) {
+    // A list held as an ONNX sequence, or a computed position: replace the element in the sequence.
+    c.b.require(11, "setting a list element at a computed position (sequences)");
+    const TV& v = c.in(n, 2);
+    DType t = l.sequence ? l.dtype : c.dtype_of(v);
+    TV seq = l.sequence ? l : to_sequence(c, l, t);
+    std::string pos = c.int_tensor(c.in(n, 1));
+    if (c.in(n, 1).rank_known && !c.in(n, 1).shape.empty()) pos = c.b.reshape(pos, {});
+    // A negative position counts from the end, as for the inserted element afterwards.
+    std::string len = c.b.op1("SequenceLength", {seq.name});
+    pos = c.b.op1("Add", {pos, c.b.op1("Mul", {c.b.cast(c.b.op1("Less", {pos, c.b.i64(0)}), DType::Int64), len})});
+    seq.name = c.b.op1("SequenceInsert", {c.b.op1("SequenceErase", {seq.name, pos}), c.tensor_as(v, t), pos});
+    l = seq;
+    return c.set(n->output(), c.get(n->input(0)));
+  }
   if (l.kind != TV::Kind::List) throw UnsupportedError("aten::_set_item on a list that is not known element-wise");
   int64_t i = c.i(n, 1);
   int64_t len = static_cast<int64_t>(l.items.size());
