@@ -29,7 +29,7 @@ void set_complex(Ctx& c, const TNode* n, const std::string& pair, DType complex,
 }
 
 // aten::stft(x, n_fft, hop_length, win_length, window, normalized, onesided, return_complex):
-// ONNX STFT over frames of n_fft samples (torch pads a shorter window on both sides to n_fft).
+// STFT over frames of n_fft samples (torch pads a shorter window on both sides to n_fft).
 // The result is [batch, n_fft/2 + 1 (onesided) or n_fft, frames] complex, held as the pair
 // tensor; return_complex=False gives that same layout as a real tensor.
 void stft(Ctx& c, const TNode* n) {
