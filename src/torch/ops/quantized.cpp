@@ -12,6 +12,17 @@
 
 namespace t2o {
 
+namespace {
+
+// A 0-d zero point of the storage type from a constant int.
+std::string zero_const(Ctx& c, int64_t z, DType repr) {
+  Tensor t(repr, {});
+  dispatch_dtype(repr, [&](auto tag) { t.data<decltype(tag)>()[0] = static_cast<decltype(tag)>(z); });
+  return c.b.constant(t, "qzero");
+}
+
+}  // namespace
+
 bool is_quantized(const TV& v) {
   if (!v.qscale.empty()) return true;
   return v.is_const() && v.c.isTensor() && v.c.toTensor().defined() && v.c.toTensor().is_quantized();
@@ -26,9 +37,7 @@ TV quantized_tv(Ctx& c, const TV& v) {
   q.rank_known = true;
   if (t.qscheme() == c10::kPerTensorAffine || t.qscheme() == c10::kPerTensorSymmetric) {
     q.qscale = c.b.scalar(t.q_scale(), DType::Float);
-    Tensor z(q.dtype, {});
-    dispatch_dtype(q.dtype, [&](auto tag) { z.data<decltype(tag)>()[0] = static_cast<decltype(tag)>(t.q_zero_point()); });
-    q.qzero = c.b.constant(z, "qzero");
+    q.qzero = zero_const(c, t.q_zero_point(), q.dtype);
   } else {
     q.qscale = c.b.constant(tensor_from_torch(t.q_per_channel_scales().to(at::kFloat)), "qscales");
     q.qzero = c.b.constant(tensor_from_torch(t.q_per_channel_zero_points().to(c10::toUnderlying(t.scalar_type()))),
@@ -69,9 +78,7 @@ TV requantized(Ctx& c, const TValue* out, const std::string& x, const TV& like, 
     if (li && li->quantized && li->qscale == o->qscale && li->qzero == o->qzero)
       return quantize_to(c, like_shape, x, like.qscale, like.qzero, repr);
   }
-  Tensor z(repr, {});
-  dispatch_dtype(repr, [&](auto tag) { z.data<decltype(tag)>()[0] = static_cast<decltype(tag)>(o->qzero); });
-  return quantize_to(c, like_shape, x, c.b.scalar(o->qscale, DType::Float), c.b.constant(z, "qzero"), repr);
+  return quantize_to(c, like_shape, x, c.b.scalar(o->qscale, DType::Float), zero_const(c, o->qzero, repr), repr);
 }
 
 TV quantize_to(Ctx& c, const TV& like_shape, const std::string& x, const std::string& scale, const std::string& zero,
@@ -88,13 +95,6 @@ TV quantize_to(Ctx& c, const TV& like_shape, const std::string& x, const std::st
 namespace {
 
 DType repr_of(c10::ScalarType t) { return dtype_from_scalar_type(c10::toUnderlying(t)); }
-
-// A 0-d zero point of the storage type from a constant int.
-std::string zero_const(Ctx& c, int64_t z, DType repr) {
-  Tensor t(repr, {});
-  dispatch_dtype(repr, [&](auto tag) { t.data<decltype(tag)>()[0] = static_cast<decltype(tag)>(z); });
-  return c.b.constant(t, "qzero");
-}
 
 // A 0-d float scale / zero point of the storage type from a (constant or computed) argument.
 std::string scale_arg(Ctx& c, const TV& v) {
@@ -184,17 +184,11 @@ void int_repr(Ctx& c, const TNode* n) {
   c.set(n->output(), r);
 }
 
-void q_scale(Ctx& c, const TNode* n) {
+// q_scale(q) / q_zero_point(q): the number, as a float / an int.
+void q_param(Ctx& c, const TNode* n, bool scale) {
   TV q = quant_in(c, n, 0);
-  TV r = TV::tensor(c.b.cast(q.qscale, DType::Float), DType::Float);
-  r.number = true;
-  r.rank_known = true;
-  c.set(n->output(), r);
-}
-
-void q_zero_point(Ctx& c, const TNode* n) {
-  TV q = quant_in(c, n, 0);
-  TV r = TV::tensor(c.b.cast(q.qzero, DType::Int64), DType::Int64);
+  DType t = scale ? DType::Float : DType::Int64;
+  TV r = TV::tensor(c.b.cast(scale ? q.qscale : q.qzero, t), t);
   r.number = true;
   r.rank_known = true;
   c.set(n->output(), r);
@@ -379,8 +373,8 @@ void register_quantized_ops(OpTable& t) {
   t["aten::quantize_per_channel"] = {quantize_per_channel, 13};
   t["aten::dequantize"] = {dequantize};
   t["aten::int_repr"] = {int_repr};
-  t["aten::q_scale"] = {q_scale};
-  t["aten::q_zero_point"] = {q_zero_point};
+  t["aten::q_scale"] = {[](Ctx& c, const TNode* n) { q_param(c, n, true); }};
+  t["aten::q_zero_point"] = {[](Ctx& c, const TNode* n) { q_param(c, n, false); }};
   t["quantized::linear"] = {[](Ctx& c, const TNode* n) { linear(c, n, false); }, 10};
   t["quantized::linear_relu"] = {[](Ctx& c, const TNode* n) { linear(c, n, true); }, 10};
   for (int d = 1; d <= 3; ++d) {
