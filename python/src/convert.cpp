@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "arrays.h"
+#include "cli/report_content.h"
 #include "module.h"
 #include "onnx/check.h"
 #include "onnx/model_io.h"
@@ -60,6 +62,9 @@ struct Converted {
   std::vector<std::string> warnings, notes;
   std::vector<ValueLink> links;
   std::vector<std::string> keep_inputs;  // ConvertResult::keep_inputs, under the current names
+#ifdef T2O_HAVE_OPTIMIZER
+  std::optional<OptimizeReport> optimization;  // the optimizer's report once it ran, for the HTML page
+#endif
 
   // The model's inputs in the order they had when converted: (name, removed as unread).
   std::vector<std::pair<std::string, bool>> all_inputs() const {
@@ -252,6 +257,11 @@ pyb::dict verify(const std::string& pt_path, const std::string& onnx_path, const
     text = format_report(r);
     json = report_json(r);
   }
+  if (kw.contains("page") && !kw["page"].is_none()) {
+    HtmlReport& page = kw["page"].cast<HtmlReport&>();
+    pyb::gil_scoped_release unlocked;
+    cli::add_verify_content(page, r, load_model(onnx_path));
+  }
   pyb::dict d;
   d["ok"] = r.ok();
   d["text"] = text;
@@ -291,6 +301,25 @@ pyb::dict report_dict(const OptimizeReport& r) {
 }  // namespace
 
 void init_convert(pyb::module_& m) {
+  // The page `torch2onnx convert --report` writes, filled step by step by torch2onnx.export.
+  pyb::class_<HtmlReport>(m, "Report")
+      .def(pyb::init<std::string>(), pyb::arg("title"))
+      .def("fact", &HtmlReport::add_fact, pyb::arg("key"), pyb::arg("value"))
+      .def("stage", &HtmlReport::add_stage, pyb::arg("name"), pyb::arg("ms"))
+      .def("note", &HtmlReport::add_note, pyb::arg("kind"), pyb::arg("text"),
+           "kind: error, warning, repair or note")
+      .def("describe", [](HtmlReport& page, const Converted& c) {
+#ifdef T2O_HAVE_OPTIMIZER
+        if (c.optimization) cli::add_optimize_content(page, *c.optimization);
+#endif
+        cli::add_model_notes(page, c.model);
+        page.set_model(c.model);
+      }, pyb::arg("model"), "The converted model's graph, optimizer passes and notes on its outputs and custom ops.")
+      .def("write", [](const HtmlReport& page, const std::string& path) {
+        pyb::gil_scoped_release unlocked;
+        page.write(path);
+      }, pyb::arg("path"), "Writes the self-contained HTML page (atomically).");
+
   pyb::class_<Converted>(m, "ConvertedModel")
       .def_readonly("warnings", &Converted::warnings)
       .def_readonly("notes", &Converted::notes)
@@ -336,6 +365,7 @@ void init_convert(pyb::module_& m) {
           pyb::gil_scoped_release unlocked;
           r = optimize_converted(c.model, sizes, values, w ? w : [](const std::string&) {});
         }
+        c.optimization = r;
         return report_dict(r);
 #else
         (void)c, (void)data, (void)warn;

@@ -2,6 +2,7 @@
 import io
 import os
 import tempfile
+import time
 import warnings
 
 import numpy as np
@@ -61,6 +62,7 @@ class ExportResult:
         self.verification = None    # VerifyResult when verify=True
         self.optimization = None    # the optimizer's report when it ran, else None
         self.triton = None          # paths of the Triton bundle when triton_repo was given
+        self.report = None          # the HTML report's path when report was given
 
     def __repr__(self):
         v = "" if self.verification is None else f", verified={self.verification.ok}"
@@ -136,16 +138,18 @@ def _describe(model, script):
     return f"{type(model).__name__} ({how})"
 
 
-def _run_verify(prep, onnx_file, shown_onnx, model, script, work, dynamic, samples=1, **options):
+def _run_verify(prep, onnx_file, shown_onnx, model, script, work, dynamic, samples=1, page=None, **options):
     """verify_model on the example args; further samples use generated inputs of their sizes
-    (resized along the symbolic dims), since given values would repeat in every sample."""
+    (resized along the symbolic dims), since given values would repeat in every sample. The first
+    sample's comparison goes onto the HTML report `page` when given."""
     if any(getattr(t, "is_quantized", False) for _, t in prep.inputs):
         raise UnsupportedError("verify does not take quantized inputs",
                                "compare the exported model's outputs with the module's yourself (its quantized "
                                "outputs are the integers, scale and zero point)")
     names = {prep.pt_path: _describe(model, script), onnx_file: shown_onnx}
     first = VerifyResult(_native.verify(prep.pt_path, onnx_file, data_files=_write_npy(work, prep.inputs),
-                                        dynamic=dynamic, samples=1, warn=lambda w: None, **options), names)
+                                        dynamic=dynamic, samples=1, warn=lambda w: None, page=page,
+                                        **options), names)
     if samples > 1:
         specs = [(n, list(t.shape), _DTYPE_NAMES.get(str(t.dtype), str(t.dtype))) for n, t in prep.inputs]
         first._extend(VerifyResult(_native.verify(prep.pt_path, onnx_file, inputs=specs, dynamic=dynamic,
@@ -208,6 +212,7 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
       MismatchError after the model is written. optimize: run the ONNX optimizer when this build
       has one (a no-op otherwise). custom_ops: 'SCHEMA=DOMAIN::OP' strings for torch custom ops
       (as --custom-op). plugins: runtime plugin .so files with kernels for custom ONNX ops.
+    report: also write the HTML page `torch2onnx convert --report` writes (also when export fails).
     triton_repo: also write a Triton model repository entry and a KServe manifest (max_batch as
       convert --max-batch). Returns an ExportResult.
     """
@@ -216,9 +221,6 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
     if training and verify:
         raise UsageError("verify compares with PyTorch in eval mode; a training-mode export is random",
                          "leave verify out, or export with training=torch.onnx.TrainingMode.EVAL")
-    if report is not None:
-        raise UnsupportedError("HTML reports are not part of this build of torch2onnx",
-                               "leave report out; the warnings, notes and verification are on the returned result")
     if not isinstance(opset_version, int) or not 9 <= opset_version <= 17:
         raise UsageError(f"opset {opset_version} is not supported", "choose an opset_version from 9 to 17")
     to_file = isinstance(f, (str, os.PathLike))
@@ -227,10 +229,53 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
     for p in plugins or []:
         _native.load_plugin(os.fspath(p))
     result = ExportResult()
+    page = None
+    if report is not None:
+        if not isinstance(report, (str, os.PathLike)):
+            raise UsageError(f"report must be the path of an .html file, not {type(report).__name__}")
+        page = _native.Report(f"torch2onnx.export {_describe(model, script)}")
+    try:
+        _export_into(result, page, model, args, f, to_file, training, script, kwargs, input_names, output_names,
+                     dynamic_axes, opset_version, optimize, verify, custom_ops, plugins, weights, rtol, atol,
+                     triton_repo, max_batch)
+    except Exception as e:
+        if page is not None:
+            # A failed export's page says why, after the warnings that came before the failure.
+            page.fact("result", "export failed: nothing was written")
+            for w in result.warnings:
+                page.note("warning", w)
+            page.note("error", f"{e.message} (hint: {e.hint})" if getattr(e, "hint", None) else str(e))
+            page.write(os.fspath(report))
+        raise
+    if page is not None:
+        page.fact("output", result.path or "a file object")
+        for w in result.warnings:
+            page.note("warning", w)
+        for n in result.notes:
+            page.note("repair", n)
+        page.write(os.fspath(report))
+        result.report = os.fspath(report)
+    if result.verification is not None and not result.verification.ok:
+        where = result.path or "the file object"
+        err = MismatchError(f"the exported model does not match PyTorch ({where} was still written)",
+                            "see the table in .result.verification.text; "
+                            "torch2onnx.verify(..., locate=True) names the first diverging node")
+        err.result = result
+        raise err
+    return result
 
+
+def _export_into(result, page, model, args, f, to_file, training, script, kwargs, input_names, output_names,
+                 dynamic_axes, opset_version, optimize, verify, custom_ops, plugins, weights, rtol, atol,
+                 triton_repo, max_batch):
+    """export()'s work: fills `result` (and the HTML report `page` when there is one) and writes `f`."""
     def warn(message):
         result.warnings.append(message)
-        warnings.warn(message, ConversionWarning, stacklevel=3)
+        warnings.warn(message, ConversionWarning, stacklevel=4)
+
+    def stage(name, since):
+        if page is not None:
+            page.stage(name, 1000.0 * (time.perf_counter() - since))
 
     with tempfile.TemporaryDirectory(prefix="torch2onnx-") as work:
 
@@ -256,6 +301,7 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
                 warn=said.append, training=training)
             return prep, final_inputs, by_final, ins_dyn, outs_dyn, conv, said
 
+        t0 = time.perf_counter()
         try:
             prep, final_inputs, by_final, ins_dyn, outs_dyn, conv, said = attempt(True)
         except (UnsupportedError, UsageError) as first:
@@ -275,15 +321,20 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
             if w not in result.warnings:
                 result.warnings.append(w)
         result.notes += conv.notes
+        stage("convert (trace or script, learn shapes, convert)", t0)
         if optimize and _native.has_optimizer and not training:  # dropout makes outputs random: no proof
+            t0 = time.perf_counter()
             result.optimization = conv.optimize(_example_values(prep.inputs)[2], warn)
+            stage("optimize (each pass proven on the runtime)", t0)
         if verify:
+            t0 = time.perf_counter()
             onnx_tmp = os.path.join(work, "model.onnx")
             conv.save(onnx_tmp)
             shown = os.fspath(f) if to_file else "the exported model"
             result.verification = _run_verify(prep, onnx_tmp, shown, model, script, work,
                                               {by_final[n]: axes for n, axes in ins_dyn.items()}, rtol=rtol,
-                                              atol=atol)
+                                              atol=atol, page=page)
+            stage("verify against PyTorch", t0)
         if input_names:
             conv.rename_inputs(final_inputs)
         if result.optimization is not None:
@@ -307,22 +358,18 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
         result.input_names = [i[0] for i in conv.inputs]
         result.output_names = [o[0] for o in conv.outputs]
         result.opset = conv.opset
+        t0 = time.perf_counter()
         if to_file:
             result.path = os.fspath(f)
             conv.save(result.path)
         else:
             f.write(conv.to_bytes())
+        stage("save", t0)
+        if page is not None:
+            page.describe(conv)
         if triton_repo is not None:
             name = _native.serving_name(result.path or "model.onnx")
             result.triton = conv.write_triton(os.fspath(triton_repo), name, -1 if max_batch is None else max_batch)
-    if result.verification is not None and not result.verification.ok:
-        where = result.path or "the file object"
-        err = MismatchError(f"the exported model does not match PyTorch ({where} was still written)",
-                            "see the table in .result.verification.text; "
-                            "torch2onnx.verify(..., locate=True) names the first diverging node")
-        err.result = result
-        raise err
-    return result
 
 
 def verify(model, onnx_path, args, *, kwargs=None, script=False, samples=1, rtol=1e-3, atol=1e-4, locate=False,

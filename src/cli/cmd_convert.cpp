@@ -60,20 +60,7 @@ void add_conversion_notes(HtmlReport& page, const std::string& pt, const Convert
     for (const auto& [axis, label] : d.axes)
       page.add_note("note", "dynamic axis: input " + d.input + " dim " + std::to_string(axis) + " is the symbolic dim '" +
                                 label + "' (--dynamic)");
-  for (const ValueInfo& v : r.model.graph.outputs)
-    if (v.type.shape)
-      for (size_t i = 0; i < v.type.shape->dims.size(); ++i)
-        if (!v.type.shape->dims[i].is_static())
-          page.add_note("note", "output " + v.name + " dim " + std::to_string(i) + " stayed symbolic ('" +
-                                    (v.type.shape->dims[i].symbol.empty() ? "?" : v.type.shape->dims[i].symbol) +
-                                    "'): it followed a dynamic input axis when shapes were learned");
-  std::map<std::string, int> custom;
-  r.model.graph.for_each_node([&](const Node& n) {
-    if (!n.domain.empty() && n.domain != "ai.onnx") custom[n.domain + "::" + n.op_type]++;
-  });
-  for (const auto& [op, count] : custom)
-    page.add_note("note", "custom op " + op + " (" + std::to_string(count) + " node" + (count == 1 ? "" : "s") +
-                              "): a runtime needs its kernel (see --custom-op, --plugin)");
+  add_model_notes(page, r.model);
 }
 
 // convert --quantize: the shortcut for convert then quantize (no accuracy report; run

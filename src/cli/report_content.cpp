@@ -1,6 +1,7 @@
 #include "cli/report_content.h"
 
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <tuple>
 
@@ -159,6 +160,23 @@ void add_verify_content(HtmlReport& r, const VerifyReport& v, const Model& m) {
   r.add_table(std::move(t));
 }
 #endif
+
+void add_model_notes(HtmlReport& page, const Model& m) {
+  for (const ValueInfo& v : m.graph.outputs)
+    if (v.type.shape)
+      for (size_t i = 0; i < v.type.shape->dims.size(); ++i)
+        if (!v.type.shape->dims[i].is_static())
+          page.add_note("note", "output " + v.name + " dim " + std::to_string(i) + " stayed symbolic ('" +
+                                    (v.type.shape->dims[i].symbol.empty() ? "?" : v.type.shape->dims[i].symbol) +
+                                    "'): it followed a dynamic input axis when shapes were learned");
+  std::map<std::string, int> custom;
+  m.graph.for_each_node([&](const Node& n) {
+    if (!n.domain.empty() && n.domain != "ai.onnx") custom[n.domain + "::" + n.op_type]++;
+  });
+  for (const auto& [op, count] : custom)
+    page.add_note("note", "custom op " + op + " (" + std::to_string(count) + " node" + (count == 1 ? "" : "s") +
+                              "): a runtime needs its kernel (see --custom-op, --plugin)");
+}
 
 void write_report(const HtmlReport& r, const std::string& path, bool quiet) {
   r.write(path);

@@ -16,6 +16,9 @@ double ms_since(int64_t start_ns);
 int64_t now_ns();
 
 void add_optimize_content(HtmlReport& r, const OptimizeReport& o);
+// Notes on what the converted model itself shows: output dims that stayed symbolic and custom ops
+// a runtime needs kernels for.
+void add_model_notes(HtmlReport& r, const Model& m);
 #ifdef T2O_WITH_TORCH
 // Outputs per sample, |diff| histograms, and every node of `m` colored by its error.
 void add_verify_content(HtmlReport& r, const VerifyReport& v, const Model& m);

@@ -213,12 +213,39 @@ def test_clear_errors(tmp_path):
     # The model's own failure on the example args is PyTorch's error: also a RuntimeError.
     with pytest.raises(RuntimeError, match="fails on the example inputs"):
         torch2onnx.export(torch.jit.script(m), (torch.randn(2, 5),), tmp_path / "x.onnx")
-    with pytest.raises(torch.onnx.errors.OnnxExporterError):  # what torch.onnx raises for the unexportable
-        torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", report="r.html")
+    with pytest.raises(torch2onnx.UsageError, match="report must be the path"):
+        torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", report=3)
     with pytest.raises(torch2onnx.UsageError, match="export_params=False"):
         torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", export_params=False)
     torch2onnx.export(m, torch.randn(1, 6), tmp_path / "ok.onnx", do_constant_folding=True, verbose=False)
     assert not (tmp_path / "x.onnx").exists()
+
+
+class Unexportable(torch.nn.Module):
+    def forward(self, x):
+        return torch.linalg.eigvals(x).real  # complex eigenvalues: no ONNX form
+
+
+def test_html_report(tmp_path):
+    m = Mlp().eval()
+    page = tmp_path / "r.html"
+    r = torch2onnx.export(m, torch.randn(2, 6), tmp_path / "m.onnx", dynamic_axes={"x": {0: "batch"}}, verify=True,
+                          report=page)
+    assert r.report == str(page)
+    html = page.read_text()
+    # The page of `convert --report`: the graph's nodes, stage times, verification against PyTorch
+    # and the output dim that follows the dynamic batch.
+    assert "<svg" in html and "Gemm" in html
+    for stage in ("convert (trace or script", "optimize (each pass proven", "verify against PyTorch", "save"):
+        assert stage in html, stage
+    assert "stayed symbolic" in html and "batch" in html
+    assert "agrees" in html or "match" in html
+    # A failed export writes the page with the error, and no model.
+    bad = tmp_path / "bad.html"
+    with pytest.raises(torch2onnx.UnsupportedError):
+        torch2onnx.export(Unexportable(), torch.randn(3, 3), tmp_path / "bad.onnx", report=bad)
+    assert "export failed" in bad.read_text() and "eigvals" in bad.read_text()
+    assert not (tmp_path / "bad.onnx").exists()
 
 
 def test_verify_reports_a_mismatch(tmp_path):
