@@ -67,6 +67,50 @@ def is_tensor_tree(v):
     return False
 
 
+def is_dict_tree(v):
+    """A dict (possibly inside tuples/lists) whose leaves are all tensors: torch.onnx takes it as
+    its tensors, in order, as inputs."""
+    def leaves_ok(e):
+        if isinstance(e, torch.Tensor):
+            return True
+        if isinstance(e, (tuple, list)) and e:
+            return all(leaves_ok(x) for x in e)
+        if isinstance(e, dict) and e:
+            return all(leaves_ok(x) for x in e.values())
+        return False
+
+    def has_dict(e):
+        if isinstance(e, dict):
+            return True
+        return isinstance(e, (tuple, list)) and any(has_dict(x) for x in e)
+
+    return has_dict(v) and leaves_ok(v)
+
+
+def tree_leaves(name, value, out):
+    """Appends (input name, tensor) for each tensor of a tree of tuples, lists and dicts, depth-first
+    (a dict's values in order; string keys name their part; names are identifiers, since they
+    become the traced forward's parameters)."""
+    if isinstance(value, torch.Tensor):
+        out.append((name, value))
+    elif isinstance(value, dict):
+        for i, (k, e) in enumerate(value.items()):
+            tree_leaves(f"{name}_{k}" if isinstance(k, str) and k.isidentifier() else f"{name}_{i}", e, out)
+    else:
+        for i, e in enumerate(value):
+            tree_leaves(f"{name}_{i}", e, out)
+    return out
+
+
+def rebuild_tree(template, values):
+    """`template` with its tensors replaced, in tree_leaves order, by the next of iterator `values`."""
+    if isinstance(template, torch.Tensor):
+        return next(values)
+    if isinstance(template, dict):
+        return type(template)((k, rebuild_tree(e, values)) for k, e in template.items())
+    return type(template)(rebuild_tree(e, values) for e in template)
+
+
 def flatten(name, value, out):
     """Appends (converter input name, tensor) for every tensor of value, depth-first."""
     if isinstance(value, torch.Tensor):
@@ -101,14 +145,19 @@ class _Bound(torch.nn.Module):
         object.__setattr__(self, "_t2o_call", call)
 
 
-def _bound_module(model, sig, inputs, constants):
-    """A _Bound whose forward takes `inputs` (names, in order) and passes `constants` too."""
+def _bound_module(model, sig, inputs, constants, trees=None):
+    """A _Bound whose forward takes `inputs` (names, in order) and passes `constants` too; `trees`
+    maps an argument to (its example value, the input names of its tensors): the argument is
+    rebuilt from those inputs (dicts of tensors)."""
     names = [n for n, _ in inputs]
     params = sig.parameters
+    trees = trees or {}
 
     def call(*values):
         given = dict(constants)
         given.update(zip(names, values))
+        for arg, (template, parts) in trees.items():
+            given[arg] = rebuild_tree(template, iter([given.pop(n) for n in parts]))
         pos = [given.pop(n) for n, p in params.items() if p.kind == p.POSITIONAL_ONLY and n in given]
         return model(*pos, **given)
 
@@ -355,7 +404,7 @@ def _prepare_traced(p, model, args, kwargs, work_dir):
             names += [f"{rest}_{i}" for i in range(len(args) - len(names))]
     else:
         # Python values (and keyword arguments) are passed by a wrapper, so tracing bakes them.
-        inputs, constants = [], {}
+        inputs, constants, trees = [], {}, {}
         for name, value in bound.arguments.items():
             kind = sig.parameters[name].kind
             items = value.items() if kind == inspect.Parameter.VAR_KEYWORD else [(name, value)]
@@ -365,9 +414,13 @@ def _prepare_traced(p, model, args, kwargs, work_dir):
             for k, v in items:
                 if is_tensor_tree(v):
                     inputs.append((k, v))
+                elif is_dict_tree(v):
+                    parts = tree_leaves(k, v, [])
+                    trees[k] = (v, [n for n, _ in parts])
+                    inputs += parts
                 else:
                     constants[k] = v
-        module = _bound_module(model, sig, inputs, constants)
+        module = _bound_module(model, sig, inputs, constants, trees)
         example = tuple(v for _, v in inputs)
         names = [n for n, _ in inputs]
 

@@ -124,3 +124,24 @@ class Stft(torch.nn.Module):
 
 def test_stft_with_a_static_length(tmp_path):
     check(Stft(), torch.randn(2, 37), tmp_path / "stft.onnx", rtol=1e-4, atol=1e-4)
+
+
+class DictIn(torch.nn.Module):
+    def forward(self, x, d):
+        key = list(d.keys())[1]
+        return {"sum": x + d["a"] * key, "scaled": d[key].relu() * 3}
+
+
+def test_dict_arguments_are_their_tensors(tmp_path):
+    # As torch.onnx: a dict among args (a trailing one holds keyword arguments) is its tensors, in
+    # order; keys, even tensors, are constants of the model.
+    x, a, b = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+    key = torch.tensor(2.0)
+    r = torch2onnx.export(DictIn(), (x, {"a": a, key: b}, {}), tmp_path / "d.onnx", verify=True)
+    assert r.verification.ok and len(r.input_names) == 3
+    sess = torch2onnx.InferenceSession(r.path)
+    got = sess.run(None, dict(zip(r.input_names, [x.numpy(), a.numpy(), b.numpy()])))
+    want = DictIn()(x, {"a": a, key: b})
+    np.testing.assert_allclose(got[0], want["sum"].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got[1], want["scaled"].numpy(), rtol=1e-6)
+    assert ort.run(r.path, [x.numpy(), a.numpy(), b.numpy()])[1].shape == (2, 3)
