@@ -145,3 +145,44 @@ def test_dict_arguments_are_their_tensors(tmp_path):
     np.testing.assert_allclose(got[0], want["sum"].numpy(), rtol=1e-6)
     np.testing.assert_allclose(got[1], want["scaled"].numpy(), rtol=1e-6)
     assert ort.run(r.path, [x.numpy(), a.numpy(), b.numpy()])[1].shape == (2, 3)
+
+
+class AffineGrid(torch.nn.Module):
+    def __init__(self, align_corners):
+        super().__init__()
+        self.align_corners = align_corners
+
+    def forward(self, x, theta):
+        grid = torch.nn.functional.affine_grid(theta, x.shape, align_corners=self.align_corners)
+        return torch.nn.functional.grid_sample(x, grid, align_corners=self.align_corners), grid
+
+
+class AffineGrid3d(torch.nn.Module):
+    def forward(self, theta):
+        return torch.nn.functional.affine_grid(theta, [theta.size(0), 2, 4, 1, 5], align_corners=True)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_with_run_time_sizes(tmp_path, align_corners):
+    torch.manual_seed(0)
+    m = AffineGrid(align_corners)
+    args = (torch.randn(3, 2, 5, 6), torch.randn(3, 2, 3))
+    others = [(torch.randn(1, 2, 1, 9), torch.randn(1, 2, 3)), (torch.randn(2, 2, 7, 4), torch.randn(2, 2, 3))]
+    dyn = {"x": {0: "n", 2: "h", 3: "w"}, "theta": {0: "n"}}
+    check(m, args, tmp_path / "t.onnx", others, rtol=1e-4, atol=1e-5, input_names=["x", "theta"], dynamic_axes=dyn)
+    check(torch.jit.script(m), args, tmp_path / "s.onnx", others, rtol=1e-4, atol=1e-5, dynamic_axes=dyn)
+    check(AffineGrid3d(), torch.randn(3, 3, 4), tmp_path / "3d.onnx", [torch.randn(2, 3, 4)], rtol=1e-5, atol=1e-6,
+          input_names=["theta"], dynamic_axes={"theta": [0]})
+
+
+class Diff(torch.nn.Module):
+    def forward(self, x, p):
+        return x.diff(dim=1), torch.diff(x, n=2, dim=0, prepend=p, append=p), (x > 0).diff()
+
+
+def test_diff(tmp_path):
+    args = (torch.randn(4, 6), torch.randn(1, 6))
+    dyn = {"x": [0, 1], "p": [1]}
+    others = [(torch.randn(2, 3), torch.randn(1, 3))]
+    check(Diff(), args, tmp_path / "t.onnx", others, input_names=["x", "p"], dynamic_axes=dyn)
+    check(torch.jit.script(Diff()), args, tmp_path / "s.onnx", others, dynamic_axes=dyn)

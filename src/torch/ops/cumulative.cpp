@@ -1,4 +1,4 @@
-// Cumulative ops without an ONNX twin: cumprod, logcumsumexp, cummax, cummin. Each output element
+// Cumulative ops without an ONNX twin: cumprod, logcumsumexp, cummax, cummin (and diff). Each output element
 // reduces its prefix, selected by a lower-triangular mask over (position, earlier position); that is
 // exact (no log/exp detour) and works for any length, at the cost of a square intermediate.
 #include <limits>
@@ -84,6 +84,28 @@ void cum_extreme(Ctx& c, const TNode* n, bool is_max) {
 void cummax(Ctx& c, const TNode* n) { cum_extreme(c, n, true); }
 void cummin(Ctx& c, const TNode* n) { cum_extreme(c, n, false); }
 
+// aten::diff(x, n, dim, prepend, append): prepend and append joined along dim, then n times the
+// difference of neighbours, x[1:] - x[:-1] (exclusive or for bools, as torch computes it). The
+// slices have constant bounds, so any length works.
+void diff(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  int64_t axis = norm_axis(c.i(n, "dim", -1), r);
+  int64_t times = c.i(n, "n", 1);
+  DType t = c.out_dtype(n);
+  std::vector<std::string> parts;
+  for (const char* name : {"prepend", "self", "append"}) {
+    const TV* v = name == std::string("self") ? &c.in(n, 0) : c.arg(n, name);
+    if (v && !v->is_none()) parts.push_back(c.tensor_as(*v, t));
+  }
+  std::string x = parts.size() == 1 ? parts[0] : c.b.concat(parts, axis);
+  const int64_t end = std::numeric_limits<int64_t>::max();
+  for (int64_t k = 0; k < times; ++k) {
+    std::string later = c.b.slice(x, {1}, {end}, {axis}), earlier = c.b.slice(x, {0}, {-1}, {axis});
+    x = c.b.op1(t == DType::Bool ? "Xor" : "Sub", {later, earlier});
+  }
+  c.out(n, x);
+}
+
 }  // namespace
 
 void register_cumulative_ops(OpTable& t) {
@@ -91,6 +113,7 @@ void register_cumulative_ops(OpTable& t) {
   t["aten::logcumsumexp"] = {logcumsumexp};
   t["aten::cummax"] = {cummax};
   t["aten::cummin"] = {cummin};
+  t["aten::diff"] = {diff};
 }
 
 }  // namespace t2o

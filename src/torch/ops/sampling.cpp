@@ -1,5 +1,5 @@
 // Sampling: grid_sampler (GridSample) and random draws shaped like a tensor (bernoulli, uniform, normal).
-#include "torch/ops/ops.h"
+#include "torch/ops/compose.h"
 
 namespace t2o {
 namespace {
@@ -18,6 +18,54 @@ void grid_sampler(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("GridSample", {c.t_as(n, 0, t), c.t_as(n, 1, t)},
                    {Attribute::make_string("mode", modes[mode]), Attribute::make_string("padding_mode", paddings[padding]),
                     Attribute::make_int("align_corners", c.flag(n, "align_corners", false))}));
+}
+
+// The normalized coordinates of `len` (0-d int64) positions as affine_grid spaces them:
+// (2i - (len - 1)) / d with d = max(len - 1, 1) for align_corners (so -1 .. 1, and 0 for one
+// position, as torch's linspace_from_neg_one gives), else d = len (pixel centres).
+std::string grid_coords(Ctx& c, const std::string& len, bool align_corners, DType t) {
+  std::string i = c.b.cast(arange_of(c, len), t);
+  std::string lf = c.b.cast(len, t), one = c.b.scalar(1, t);
+  std::string last = c.b.op1("Sub", {lf, one});
+  std::string d = align_corners ? c.b.op1("Max", {last, one}) : lf;
+  return c.b.op1("Div", {c.b.op1("Sub", {c.b.op1("Mul", {i, c.b.scalar(2, t)}), last}), d});
+}
+
+// aten::affine_grid_generator(theta, size, align_corners): for size [N, C, H, W] (theta [N, 2, 3])
+// grid[n, h, w] = theta[n] @ (x_w, y_h, 1); for [N, C, D, H, W] (theta [N, 3, 4]) likewise with
+// (x_w, y_h, z_d, 1). Written as broadcast products of each coordinate with its column of theta,
+// so the sizes may be computed (x.shape) and ONNX's AffineGrid (opset 20) is not needed.
+void affine_grid_generator(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  const TV& size = c.in(n, 1);
+  int spatial = -1;
+  if (size.is_const()) spatial = static_cast<int>(size.c.toIntVector().size()) - 2;
+  else if (size.kind == TV::Kind::List) spatial = static_cast<int>(size.items.size()) - 2;
+  if (spatial != 2 && spatial != 3)
+    throw UnsupportedError("aten::affine_grid_generator with a size of unknown length (4 or 5 values are supported)");
+  bool align = c.flag(n, "align_corners", false);
+  std::string sizes = c.ints_tensor(size);
+  std::string theta_t = c.b.transpose(c.t_as(n, 0, t), {0, 2, 1});  // [N, spatial + 1, spatial]
+  int out_rank = spatial + 2;                                          // [N, (D,) H, W, spatial]
+  std::string grid;
+  for (int j = 0; j <= spatial; ++j) {
+    // Column j of theta, shaped [N, 1, .., 1, spatial].
+    std::string col = c.b.slice(theta_t, {j}, {j + 1}, {1});
+    std::vector<int64_t> more;
+    for (int k = 0; k < spatial - 1; ++k) more.push_back(2 + k);
+    if (!more.empty()) col = c.b.unsqueeze(col, more);
+    std::string term = col;
+    if (j < spatial) {
+      // Coordinate j runs along the output axis of size[-1 - j] (x along W, y along H, z along D).
+      int64_t size_index = 2 + spatial - 1 - j;
+      std::string len = c.b.reshape(c.b.op1("Gather", {sizes, c.b.i64(size_index)}), {});
+      std::string v = grid_coords(c, len, align, t);
+      int64_t axis = 1 + (spatial - 1 - j);  // its axis in the output
+      term = c.b.op1("Mul", {col, along_axis(c, v, axis, out_rank)});
+    }
+    grid = grid.empty() ? term : c.b.op1("Add", {grid, term});
+  }
+  c.out(n, grid);
 }
 
 std::string uniform_like(Ctx& c, const std::string& like, DType t, double lo = 0, double hi = 1) {
@@ -63,6 +111,7 @@ void normal(Ctx& c, const TNode* n) {
 
 void register_sampling_ops(OpTable& t) {
   t["aten::grid_sampler"] = {grid_sampler, 16};
+  t["aten::affine_grid_generator"] = {affine_grid_generator};
   t["aten::bernoulli"] = {bernoulli};
   t["aten::uniform"] = {uniform};
   t["aten::normal"] = {normal};
