@@ -342,6 +342,15 @@ void init_convert(pyb::module_& m) {
         return r;
       }, "Removes inputs the model does not read (as torch.onnx does); returns (name, note) for each.")
       .def("set_output_dims", &Converted::set_output_dims, pyb::arg("name"), pyb::arg("axes"))
+      .def("initializers_as_inputs", [](Converted& c) {
+        // torch.onnx's keep_initializers_as_inputs=True: every weight is also a graph input (after
+        // the model's own), so a runtime may be fed other values; its initializer is the default.
+        std::set<std::string> listed;
+        for (const ValueInfo& vi : c.model.graph.inputs) listed.insert(vi.name);
+        for (const Initializer& i : c.model.graph.initializers)
+          if (listed.insert(i.name).second)
+            c.model.graph.inputs.push_back({i.name, Type::tensor(i.tensor.dtype(), Shape::of(i.tensor.dims())), {}});
+      }, "Lists every initializer as a graph input too (torch.onnx's keep_initializers_as_inputs=True).")
       .def("save", [](const Converted& c, const std::string& path) {
         pyb::gil_scoped_release unlocked;
         save_model(c.model, path);

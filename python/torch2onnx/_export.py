@@ -15,8 +15,8 @@ from ._errors import ConversionWarning, MismatchError, UnsupportedError, UsageEr
 # uses, refused otherwise (so swapping the import never silently changes what is exported).
 _TORCH_ONNX_FIXED = {
     "export_params": True,
-    "do_constant_folding": True,
-    "keep_initializers_as_inputs": (None, False),
+    "do_constant_folding": (True, False),  # False: the optimizer does not run (optimize=False)
+    "keep_initializers_as_inputs": (None, False, True),  # True: weights are graph inputs too
     "operator_export_type": (None, "ONNX", "OperatorExportTypes.ONNX"),
     "custom_opsets": None,
     "export_modules_as_functions": (None, False),
@@ -218,6 +218,9 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
     """
     training = _training_export(torch_onnx_options.pop("training", None), model)
     _check_torch_onnx_options(torch_onnx_options)
+    if torch_onnx_options.get("do_constant_folding") is False:
+        optimize = False
+    weights_as_inputs = bool(torch_onnx_options.get("keep_initializers_as_inputs"))
     if training and verify:
         raise UsageError("verify compares with PyTorch in eval mode; a training-mode export is random",
                          "leave verify out, or export with training=torch.onnx.TrainingMode.EVAL")
@@ -237,7 +240,7 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
     try:
         _export_into(result, page, model, args, f, to_file, training, script, kwargs, input_names, output_names,
                      dynamic_axes, opset_version, optimize, verify, custom_ops, plugins, weights, rtol, atol,
-                     triton_repo, max_batch)
+                     triton_repo, max_batch, weights_as_inputs)
     except Exception as e:
         if page is not None:
             # A failed export's page says why, after the warnings that came before the failure.
@@ -267,7 +270,7 @@ def export(model, args, f, *, input_names=None, output_names=None, dynamic_axes=
 
 def _export_into(result, page, model, args, f, to_file, training, script, kwargs, input_names, output_names,
                  dynamic_axes, opset_version, optimize, verify, custom_ops, plugins, weights, rtol, atol,
-                 triton_repo, max_batch):
+                 triton_repo, max_batch, weights_as_inputs=False):
     """export()'s work: fills `result` (and the HTML report `page` when there is one) and writes `f`."""
     def warn(message):
         result.warnings.append(message)
@@ -355,6 +358,8 @@ def _export_into(result, page, model, args, f, to_file, training, script, kwargs
                 result.notes.append(f"output '{name}' axis {axis} was static ({current[axis]}) in the conversion; "
                                     f"labelled '{wanted.get(axis, wanted.get(axis - len(current)))}' as "
                                     "dynamic_axes asks")
+        if weights_as_inputs:
+            conv.initializers_as_inputs()
         result.input_names = [i[0] for i in conv.inputs]
         result.output_names = [o[0] for o in conv.outputs]
         result.opset = conv.opset

@@ -314,3 +314,19 @@ def test_training_mode_export(tmp_path, script):
         np.testing.assert_allclose(ort.run(r3.path, [x.numpy()])[0], m.eval()(x).numpy(), rtol=1e-4, atol=1e-5)
     with pytest.raises(torch2onnx.UsageError, match="training-mode export is random"):
         torch2onnx.export(m, x, tmp_path / "v.onnx", training=torch.onnx.TrainingMode.TRAINING, verify=True)
+
+
+def test_torch_onnx_folding_and_initializer_options(tmp_path):
+    torch.manual_seed(0)
+    m = Mlp().eval()
+    x = torch.randn(2, 6)
+    r = torch2onnx.export(m, x, tmp_path / "k.onnx", input_names=["x"], keep_initializers_as_inputs=True,
+                          do_constant_folding=False)
+    assert r.optimization is None and r.input_names == ["x"]
+    g = onnx.load(r.path).graph
+    inits = {i.name for i in g.initializer}
+    assert len(inits) == 4 and inits <= {i.name for i in g.input} and g.input[0].name == "x"
+    want = m(x).detach().numpy()
+    np.testing.assert_allclose(ort.run(r.path, [x.numpy()])[0], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(torch2onnx.InferenceSession(r.path).run(None, {"x": x.numpy()})[0], want, rtol=1e-5,
+                               atol=1e-6)
