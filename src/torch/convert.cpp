@@ -735,6 +735,10 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
       };
       src = b.op1("If", {v.has}, {Attribute::make_graph("then_branch", branch(true)),
                                   Attribute::make_graph("else_branch", branch(false))});
+    } else if (v.kind == TV::Kind::Tensor && v.sequence) {
+      // A list whose length is only known at run time (built in a loop): an ONNX sequence output,
+      // as torch.onnx returns a scripted List[Tensor].
+      src = v.name;
     } else {
       src = ctx.tensor(v);
     }
@@ -764,7 +768,12 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
       shape = Shape{std::vector<Dim>(static_cast<size_t>(v.rank_seen))};
     }
     Type ty = Type::tensor(dt, shape);
-    if (optional) {
+    if (v.kind == TV::Kind::Tensor && v.sequence) {
+      Type st;
+      st.kind = Type::Kind::Sequence;
+      st.inner = std::make_shared<Type>(Type::tensor(dt));
+      ty = st;
+    } else if (optional) {
       Type ot;
       ot.kind = Type::Kind::Optional;
       ot.inner = std::make_shared<Type>(Type::tensor(dt));

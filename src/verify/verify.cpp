@@ -124,16 +124,29 @@ class Verifier {
   std::vector<Tensor> run_onnx(const Sample& s) {
     std::vector<std::string> names;
     for (const ValueInfo& o : model_.graph.outputs) names.push_back(o.name);
+    got_names_ = names;
     if (opts_.backend == "ort") return run_ort(report_.onnx_path, s.inputs, names);
     auto out = session_->run(feeds(s));
     std::vector<Tensor> r;
+    got_names_.clear();
     for (const std::string& n : names) {
       const RValue& v = out.at(n);
-      if (!v.is_tensor()) throw Error("output '" + n + "' is not a tensor; verify compares tensors only");
+      if (v.is_sequence()) {
+        // A sequence output (a scripted List[Tensor]) is its tensors in order, as PyTorch's list
+        // flattens.
+        for (size_t i = 0; i < v.sequence.size(); ++i) {
+          r.push_back(v.sequence[i]);
+          got_names_.push_back(n + "[" + std::to_string(i) + "]");
+        }
+        continue;
+      }
+      if (!v.is_tensor()) throw Error("output '" + n + "' is not a tensor or a sequence of tensors; verify compares those only");
       r.push_back(v.tensor);
+      got_names_.push_back(n);
     }
     return r;
   }
+  std::vector<std::string> got_names_;  // the compared ONNX outputs of the last run_onnx, sequences expanded
 
   SampleResult compare_sample(int k, const Sample& s, const std::vector<Tensor>& ref, const std::vector<Tensor>& got) {
     SampleResult r;
@@ -144,7 +157,8 @@ class Verifier {
       r.problem = "PyTorch returns " + std::to_string(ref.size()) + " tensors, the ONNX model " +
                   std::to_string(got.size()) + " outputs";
     for (size_t i = 0; i < std::min(ref.size(), got.size()); ++i)
-      r.outputs.push_back({model_.graph.outputs[i].name, compare_tensors(ref[i], got[i], opts_.tol),
+      r.outputs.push_back({i < got_names_.size() ? got_names_[i] : model_.graph.outputs[i].name,
+                           compare_tensors(ref[i], got[i], opts_.tol),
                            abs_diff_histogram(ref[i], got[i]), sample_pairs(ref[i], got[i])});
     return r;
   }

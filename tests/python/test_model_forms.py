@@ -186,3 +186,30 @@ def test_diff(tmp_path):
     others = [(torch.randn(2, 3), torch.randn(1, 3))]
     check(Diff(), args, tmp_path / "t.onnx", others, input_names=["x", "p"], dynamic_axes=dyn)
     check(torch.jit.script(Diff()), args, tmp_path / "s.onnx", others, dynamic_axes=dyn)
+
+
+class RowsTimesTwo(torch.nn.Module):
+    def forward(self, x):
+        out = []
+        for row in x:
+            out.append(row * 2)
+        return out
+
+
+def test_list_of_run_time_length_is_a_sequence_output(tmp_path):
+    m = torch.jit.script(RowsTimesTwo())
+    r = torch2onnx.export(m, torch.rand(2, 2, 3), tmp_path / "s.onnx", input_names=["x"],
+                          dynamic_axes={"x": [0]}, verify=True)
+    assert r.verification.ok
+    assert onnx_output_kind(r.path) == "sequence_type"
+    sess = torch2onnx.InferenceSession(r.path)
+    x = torch.rand(4, 2, 3)
+    (got,) = sess.run(None, {"x": x.numpy()})
+    assert len(got) == 4
+    for g, w in zip(got, m(x)):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)
+
+
+def onnx_output_kind(path):
+    import onnx
+    return onnx.load(str(path)).graph.output[0].type.WhichOneof("value")
