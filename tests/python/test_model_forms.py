@@ -213,3 +213,16 @@ def test_list_of_run_time_length_is_a_sequence_output(tmp_path):
 def onnx_output_kind(path):
     import onnx
     return onnx.load(str(path)).graph.output[0].type.WhichOneof("value")
+
+
+class SetSliceToVector(torch.nn.Module):
+    def forward(self, x):
+        x[:, x.size(0):] = torch.tensor([1.0, 2.0, 3.0])
+        return x
+
+
+def test_traced_slice_assignment_broadcasts_at_run_time(tmp_path):
+    # Tracing records the value expanded to the slice's sizes of that run (a constant after
+    # TorchScript's folding); at other sizes the value must broadcast to the slice as it is then.
+    check(SetSliceToVector(), torch.ones(2, 5, 3), tmp_path / "s.onnx", [torch.randn(3, 4, 3), torch.randn(1, 6, 3)],
+          input_names=["x"], dynamic_axes={"x": [0, 1]})

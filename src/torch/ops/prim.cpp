@@ -321,10 +321,38 @@ void prim_dtype(Ctx& c, const TNode* n) {
 
 void prim_device(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(c10::Device(c10::kCPU))); }
 // aten::copy_(self, src) / zero_(self): self's dtype and shape (src broadcast to it). The write
-// reaches the tensor self views through Ctx::write_through.
+// reaches the tensor self views through Ctx::write_through. A traced `x[...] = v` records v expanded to the target's sizes as constants (Python's setitem
+// broadcasts with the sizes of that run); the target's sizes may change at run time, so v itself
+// is broadcast to the target. That never changes a valid result: an expand is a broadcast, so
+// broadcasting its result or its input to the target agree whenever the expand was valid.
 void copy(Ctx& c, const TNode* n) {
   DType t = c.dtype(n, 0);
-  c.out(n, c.b.op1("Expand", {c.t_as(n, 1, t), c.b.shape_of(c.t(n, 0))}));
+  const TV* src = &c.in(n, 1);
+  const TNode* e = n->input(1)->node();
+  auto constant_sizes = [&] {
+    const TV& s = c.in(e, 1);
+    return s.is_const() || (s.kind == TV::Kind::List &&
+                            std::all_of(s.items.begin(), s.items.end(), [](const TV& i) { return i.is_const(); }));
+  };
+  if (e->kind() == c10::Symbol::fromQualString("aten::expand") && constant_sizes() && c.in(e, 0).kind != TV::Kind::List)
+    src = &c.in(e, 0);
+  TV collapsed;
+  if (src->is_const() && src->c.isTensor()) {
+    // The same when TorchScript folded that expand into a constant: its expanded dims (stride 0)
+    // hold one value each and become 1, to broadcast to the target's run-time sizes.
+    at::Tensor v = src->c.toTensor();
+    bool expanded = false;
+    for (int64_t d = 0; d < v.dim(); ++d)
+      if (v.stride(d) == 0 && v.size(d) > 1) {
+        v = v.narrow(d, 0, 1);
+        expanded = true;
+      }
+    if (expanded) {
+      collapsed = TV::constant(c10::IValue(v.contiguous()));
+      src = &collapsed;
+    }
+  }
+  c.out(n, c.b.op1("Expand", {c.tensor_as(*src, t), c.b.shape_of(c.t(n, 0))}));
 }
 void zero(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("Expand", {c.b.scalar(0, c.dtype(n, 0)), c.b.shape_of(c.t(n, 0))}));
