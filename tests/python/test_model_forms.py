@@ -226,3 +226,22 @@ def test_traced_slice_assignment_broadcasts_at_run_time(tmp_path):
     # TorchScript's folding); at other sizes the value must broadcast to the slice as it is then.
     check(SetSliceToVector(), torch.ones(2, 5, 3), tmp_path / "s.onnx", [torch.randn(3, 4, 3), torch.randn(1, 6, 3)],
           input_names=["x"], dynamic_axes={"x": [0, 1]})
+
+
+class Draw(torch.nn.Module):
+    def forward(self, w):
+        return torch.multinomial(w, 3, replacement=True), torch.multinomial(w, 1), torch.multinomial(w, 2)
+
+
+def test_multinomial(tmp_path):
+    # Each row has two classes of non-zero weight: draws with replacement and single draws fall on
+    # them, two draws without replacement are those two in some order.
+    w = torch.tensor([[0.0, 10.0, 0.0, 5.0], [3.0, 0.0, 100.0, 0.0]])
+    r = torch2onnx.export(Draw(), w, tmp_path / "m.onnx")
+    allowed = [{1, 3}, {0, 2}]
+    for outs in (ort.run(r.path, [w.numpy()]), torch2onnx.InferenceSession(r.path).run(None, {r.input_names[0]: w.numpy()})):
+        with_rep, single, without = outs
+        assert with_rep.shape == (2, 3) and single.shape == (2, 1) and without.shape == (2, 2)
+        for row in range(2):
+            assert set(with_rep[row]) <= allowed[row] and set(single[row]) <= allowed[row]
+            assert set(without[row]) == allowed[row]

@@ -1,4 +1,4 @@
-// Sampling: grid_sampler (GridSample) and random draws shaped like a tensor (bernoulli, uniform, normal).
+// Sampling: grid_sampler (GridSample), affine_grid, and random draws (bernoulli, uniform, normal, multinomial).
 #include "torch/ops/compose.h"
 
 namespace t2o {
@@ -107,11 +107,39 @@ void normal(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("Add", {mean, c.b.op1("Mul", {sd, z})}));
 }
 
+// aten::multinomial(probs, num_samples, replacement): draws with replacement (or a single draw)
+// are ONNX Multinomial on the log of the weights; without replacement, the Gumbel-top-k trick:
+// the num_samples largest of log(w) + Gumbel noise are a draw without replacement with torch's
+// distribution. A 1-D input is one row.
+void multinomial(Ctx& c, const TNode* n) {
+  int r = c.rank(n, 0);
+  if (r != 1 && r != 2) throw UnsupportedError("aten::multinomial of a " + std::to_string(r) + "-D input");
+  int64_t k = c.i(n, 1);
+  bool replacement = c.flag(n, "replacement", false);
+  DType ft = dtype_is_float(c.dtype(n, 0)) && c.dtype(n, 0) != DType::Float16 ? c.dtype(n, 0) : DType::Float;
+  std::string w = c.t_as(n, 0, ft);
+  if (r == 1) w = c.b.unsqueeze(w, {0});
+  std::string logw = c.b.op1("Log", {w});
+  std::string drawn;
+  if (replacement || k == 1) {
+    drawn = c.b.op1("Multinomial", {logw}, {Attribute::make_int("sample_size", k),
+                                             Attribute::make_int("dtype", static_cast<int64_t>(DType::Int64))});
+  } else {
+    std::string u = uniform_like(c, logw, ft);
+    // -log(-log(u)); u = 0 would give -inf noise, which only ranks that class last.
+    std::string gumbel = c.b.op1("Neg", {c.b.op1("Log", {c.b.op1("Neg", {c.b.op1("Log", {u})})})});
+    drawn = c.b.topk(c.b.op1("Add", {logw, gumbel}), k, 1, true, true)[1];
+  }
+  if (r == 1) drawn = c.b.squeeze(drawn, {0});
+  c.out(n, drawn);
+}
+
 }  // namespace
 
 void register_sampling_ops(OpTable& t) {
   t["aten::grid_sampler"] = {grid_sampler, 16};
   t["aten::affine_grid_generator"] = {affine_grid_generator};
+  t["aten::multinomial"] = {multinomial};
   t["aten::bernoulli"] = {bernoulli};
   t["aten::uniform"] = {uniform};
   t["aten::normal"] = {normal};
