@@ -15,7 +15,7 @@ import os
 import torch
 
 from ._errors import UsageError, UnsupportedError
-from ._functions import Routing
+from ._functions import Routing, where_defined
 
 
 def split_args(args, kwargs):
@@ -443,6 +443,10 @@ def _prepare_traced(p, model, args, kwargs, work_dir):
         raise UnsupportedError(f"tracing the model failed: {type(e).__name__}: {str(e).splitlines()[0]}",
                                "the model must run on the example args; try script=True for data-dependent "
                                "control flow") from e
+    for cls in p.routing.inlined:
+        p.notes.append(f"autograd.Function {cls.__name__} ({where_defined(cls)}) has no symbolic(): the ops of its "
+                       "forward were exported in its place, as torch.onnx does (add a symbolic(g, ...) to export "
+                       "it as one node)")
     # The converter names graph inputs after the traced forward's arguments.
     schema_names = [a.name for a in traced.forward.schema.arguments[1:]]
     for value, name in zip(example, schema_names):

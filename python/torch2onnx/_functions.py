@@ -108,17 +108,6 @@ def where_defined(cls):
         return cls.__module__
 
 
-def _call_site():
-    """file:line of the innermost frame outside torch and this package (the model's call)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
-    for f in inspect.stack()[2:]:
-        path = os.path.abspath(f.filename)
-        if not path.startswith(here) and not path.startswith(torch_dir):
-            return f"{os.path.basename(path)}:{f.lineno}"
-    return "?"
-
-
 def _param_names(cls, count=None):
     params = list(inspect.signature(cls.forward).parameters.values())[1:]  # after ctx
     names = []
@@ -347,6 +336,7 @@ class Routing:
     def __init__(self):
         self.used = []
         self.refused = {}  # Function -> why it cannot be scripted (raised if the model calls it)
+        self.inlined = []  # Functions without symbolic() whose forward was traced, in first-call order
 
     @property
     def specs(self):
@@ -370,15 +360,11 @@ class Routing:
                 op = traced_op(cls, args)
                 routing.used.append(op)
                 return op.callable(*[args[i] for i in op.order])
-            if cls.__module__.startswith("torch."):
-                # PyTorch's own Functions: record the ops of their forward instead of a Python call.
-                return cls.forward(_Ctx(), *args)
-            raise UnsupportedError(
-                f"autograd.Function {cls.__name__} ({where_defined(cls)}), called at {_call_site()}, has no "
-                "symbolic(), so it has no ONNX form (TorchScript cannot save a Python Function)",
-                f"add `@staticmethod def symbolic(g, ...): return g.op('mydomain::{cls.__name__.lstrip('_')}', ...)` "
-                f"to {cls.__name__} to export it as one custom node, or compute it with torch ops in the model "
-                "instead of through the Function")
+            # No symbolic: the ops of its forward are traced in its place (inlined), as torch.onnx
+            # does; PyTorch's own Functions silently, the model's with a note.
+            if not cls.__module__.startswith("torch.") and cls not in routing.inlined:
+                routing.inlined.append(cls)
+            return cls.forward(_Ctx(), *args)
 
         base.apply = classmethod(apply)
         try:

@@ -1,10 +1,12 @@
 """autograd.Function subclasses: with a symbolic they export as the node it emits (traced, and
-scripted where the symbolic allows); without one the error names the Function and its line."""
+scripted where the symbolic allows); without one, traced, the ops of its forward are exported (as
+torch.onnx does) and, scripted, the error names the Function and its line."""
 import numpy as np
 import onnx
 import pytest
 import torch
 
+import ort
 import torch2onnx
 
 
@@ -102,16 +104,18 @@ class Plain(torch.nn.Module):
         return _NoSymbolic.apply(x) + 1
 
 
-def test_function_without_symbolic_names_it_and_the_lines(tmp_path):
-    with pytest.raises(torch2onnx.UnsupportedError) as e:
-        torch2onnx.export(Plain(), (torch.randn(2),), tmp_path / "n.onnx")
-    msg = str(e.value)
-    assert "autograd.Function _NoSymbolic (test_functions.py:" in msg
-    assert "called at test_functions.py:" in msg and "has no symbolic()" in msg
+def test_function_without_symbolic_is_inlined_when_traced(tmp_path):
+    # As torch.onnx: the ops of its forward are exported in its place, with a note naming it.
+    x = torch.randn(2)
+    r = torch2onnx.export(Plain(), (x,), tmp_path / "n.onnx")
+    assert [n.op_type for n in onnx.load(r.path).graph.node] == ["Mul", "Add"]
+    assert any("_NoSymbolic (test_functions.py:" in n and "no symbolic()" in n for n in r.notes)
+    np.testing.assert_allclose(ort.run(r.path, [x.numpy()])[0], (x * 3 + 1).numpy(), rtol=1e-6)
+    # TorchScript cannot compile a Python Function: scripted, it is an error naming it, with the fix.
+    with pytest.raises(torch2onnx.UnsupportedError, match="_NoSymbolic .*has no symbolic") as e:
+        torch2onnx.export(Plain(), (x,), tmp_path / "s.onnx", script=True)
     assert "def symbolic(g" in e.value.hint and e.value.exit_code == 3
-    with pytest.raises(torch2onnx.UnsupportedError, match="_NoSymbolic .*has no symbolic"):
-        torch2onnx.export(Plain(), (torch.randn(2),), tmp_path / "n.onnx", script=True)
-    assert not (tmp_path / "n.onnx").exists()
+    assert not (tmp_path / "s.onnx").exists()
 
 
 class _TwoNodes(torch.autograd.Function):
