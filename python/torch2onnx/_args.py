@@ -89,12 +89,14 @@ def is_dict_tree(v):
 
 def tree_leaves(name, value, out):
     """Appends (input name, tensor) for each tensor of a tree of tuples, lists and dicts, depth-first
-    (a dict's values in order; string keys name their part; names are identifiers, since they
-    become the traced forward's parameters)."""
+    (a dict's values in order, each after its key when that is a tensor; string keys name their
+    part; names are identifiers, since they become the traced forward's parameters)."""
     if isinstance(value, torch.Tensor):
         out.append((name, value))
     elif isinstance(value, dict):
         for i, (k, e) in enumerate(value.items()):
+            if isinstance(k, torch.Tensor):  # a tensor key is an input too, before its value (torch.onnx)
+                out.append((f"{name}_key{i}", k))
             tree_leaves(f"{name}_{k}" if isinstance(k, str) and k.isidentifier() else f"{name}_{i}", e, out)
     else:
         for i, e in enumerate(value):
@@ -107,7 +109,8 @@ def rebuild_tree(template, values):
     if isinstance(template, torch.Tensor):
         return next(values)
     if isinstance(template, dict):
-        return type(template)((k, rebuild_tree(e, values)) for k, e in template.items())
+        return type(template)((next(values) if isinstance(k, torch.Tensor) else k, rebuild_tree(e, values))
+                              for k, e in template.items())
     return type(template)(rebuild_tree(e, values) for e in template)
 
 
