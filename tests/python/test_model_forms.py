@@ -245,3 +245,22 @@ def test_multinomial(tmp_path):
         for row in range(2):
             assert set(with_rep[row]) <= allowed[row] and set(single[row]) <= allowed[row]
             assert set(without[row]) == allowed[row]
+
+
+class MasksWithIndices(torch.nn.Module):
+    def forward(self, a, b, x, y):
+        m1, m2 = (a <= 0) | (a > 25), (b < 1) | (b >= 12)
+        y[m1, m2] = 0.0
+        picked = x[:, m1, torch.tensor([2])]  # a mask beside an index tensor
+        plane = x[x[:, :, 0] > 0, torch.tensor([1])]  # a 2-D mask, then an index tensor
+        return y, picked, plane
+
+
+def test_boolean_masks_together_with_other_indices(tmp_path):
+    # torch reads a mask among index tensors as the positions it keeps; how many depends on values.
+    a = torch.tensor([0, 4, 24, 25])
+    b = torch.tensor([0, 3, 12, 15])
+    torch.manual_seed(0)
+    x, y = torch.randn(3, 4, 3), torch.randn(4, 4)
+    others = [(torch.tensor([26, 4, -1, 25]), torch.tensor([13, 3, 11, 0]), torch.randn(3, 4, 3), torch.randn(4, 4))]
+    check(MasksWithIndices(), (a, b, x, y), tmp_path / "m.onnx", others)

@@ -247,14 +247,42 @@ struct Advanced {
   std::string bshape;         // shape of B
   int nb = 0;                 // rank of B
   int64_t at = 0;
+  int count = 0;              // index tensors, masks counted once per dim they cover
+  bool masked = false;        // a boolean mask among them: B's size depends on its values
 };
 
-Advanced advanced(Ctx& c, const std::string& x, int r, const std::vector<std::pair<int64_t, TV>>& idx) {
+// Boolean masks among index tensors are the positions they keep, as torch reads them: a k-D mask
+// over dims [p, p + k) is k index tensors (its NonZero rows), and the indices after it shift by k - 1.
+std::vector<std::pair<int64_t, TV>> masks_as_indices(Ctx& c, const std::vector<std::pair<int64_t, TV>>& idx) {
+  std::vector<std::pair<int64_t, TV>> out;
+  int64_t shift = 0;
+  for (const auto& [axis, i] : idx) {
+    if (!is_mask(c, i)) {
+      out.push_back({axis + shift, i});
+      continue;
+    }
+    int k = mask_rank(i);
+    if (k == 0) throw UnsupportedError("indexing with a 0-d boolean mask together with other index tensors");
+    std::string nz = c.b.op1("NonZero", {c.tensor_as(i, DType::Bool)});  // [k, n]
+    for (int j = 0; j < k; ++j) {
+      TV t = TV::tensor(c.b.op1("Gather", {nz, c.b.i64(j)}, {Attribute::make_int("axis", 0)}), DType::Int64);
+      t.rank_known = true;
+      t.shape = {-1};
+      out.push_back({axis + shift + j, t});
+    }
+    shift += k - 1;
+  }
+  return out;
+}
+
+Advanced advanced(Ctx& c, const std::string& x, int r, const std::vector<std::pair<int64_t, TV>>& given) {
   c.b.require(11, "advanced indexing (GatherND / ScatterND)");
+  std::vector<std::pair<int64_t, TV>> idx = masks_as_indices(c, given);
   Advanced a;
+  a.count = static_cast<int>(idx.size());
+  a.masked = std::any_of(given.begin(), given.end(), [&](const auto& g) { return is_mask(c, g.second); });
   std::vector<bool> indexed(static_cast<size_t>(r), false);
   for (const auto& [axis, i] : idx) {
-    if (is_mask(c, i)) throw UnsupportedError("a boolean mask together with other index tensors");
     if (axis >= r) throw UnsupportedError("more indices than the tensor has dims");
     indexed[static_cast<size_t>(axis)] = true;
     a.perm.push_back(axis);
@@ -322,10 +350,15 @@ void index(Ctx& c, const TNode* n) {
   Advanced a = advanced(c, x, r, idx);
   if (!identity(a.perm)) x = c.b.transpose(x, a.perm);
   std::string y = c.b.op1("GatherND", {x, a.stacked});
-  int rest = r - static_cast<int>(idx.size());
+  int rest = r - a.count;
   std::vector<int64_t> to_torch = b_to_torch(a, rest, false);
   if (!identity(to_torch)) y = c.b.transpose(y, to_torch);
   c.out(n, y);
+  if (a.masked) {  // B's size is the masks' count of true values, not the profiled run's
+    TV& out = c.get_mut(n->output());
+    for (int64_t d = a.at; d < a.at + a.nb && out.rank_known && d < static_cast<int64_t>(out.shape.size()); ++d)
+      out.shape[static_cast<size_t>(d)] = -1;
+  }
 }
 
 // aten::index_put(x, indices, values, accumulate)
@@ -372,9 +405,9 @@ void index_put(Ctx& c, const TNode* n) {
     // scattered into x with the indexed axes in front, and x moved back.
     int r = c.rank(n, 0);
     Advanced a = advanced(c, x, r, idx);
-    int rest = r - static_cast<int>(idx.size());
+    int rest = r - a.count;
     std::string xp = identity(a.perm) ? x : c.b.transpose(x, a.perm);
-    std::string rest_shape = c.b.slice(c.b.shape_of(xp), {static_cast<int64_t>(idx.size())}, {r}, {0});
+    std::string rest_shape = c.b.slice(c.b.shape_of(xp), {static_cast<int64_t>(a.count)}, {r}, {0});
     std::string sel_shape = c.b.concat({a.bshape, rest_shape}, 0);  // [B..., rest...]
     std::vector<int64_t> to_torch = b_to_torch(a, rest, false), from_torch = b_to_torch(a, rest, true);
     std::string torch_shape = identity(to_torch) ? sel_shape
