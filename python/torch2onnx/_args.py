@@ -67,11 +67,12 @@ def is_tensor_tree(v):
     return False
 
 
-def is_dict_tree(v):
-    """A dict (possibly inside tuples/lists) whose leaves are all tensors: torch.onnx takes it as
-    its tensors, in order, as inputs."""
+def is_input_tree(v):
+    """Tuples, lists and dicts whose leaves are tensors or None, with at least one tensor, a dict or
+    None among them (plain tensor trees are handled as they are): torch.onnx takes such an argument
+    as its tensors, in order, as inputs (None leaves are no input)."""
     def leaves_ok(e):
-        if isinstance(e, torch.Tensor):
+        if e is None or isinstance(e, torch.Tensor):
             return True
         if isinstance(e, (tuple, list)) and e:
             return all(leaves_ok(x) for x in e)
@@ -79,20 +80,28 @@ def is_dict_tree(v):
             return all(leaves_ok(x) for x in e.values())
         return False
 
-    def has_dict(e):
+    def count(e, what):
+        if what(e):
+            return 1
         if isinstance(e, dict):
-            return True
-        return isinstance(e, (tuple, list)) and any(has_dict(x) for x in e)
+            return sum(count(x, what) for x in e.values())
+        if isinstance(e, (tuple, list)):
+            return sum(count(x, what) for x in e)
+        return 0
 
-    return has_dict(v) and leaves_ok(v)
+    return (isinstance(v, (tuple, list, dict)) and leaves_ok(v) and count(v, lambda e: isinstance(e, torch.Tensor)) > 0
+            and count(v, lambda e: e is None or isinstance(e, dict)) > 0)
 
 
 def tree_leaves(name, value, out):
     """Appends (input name, tensor) for each tensor of a tree of tuples, lists and dicts, depth-first
-    (a dict's values in order, each after its key when that is a tensor; string keys name their
-    part; names are identifiers, since they become the traced forward's parameters)."""
+    (a dict's values in order, each after its key when that is a tensor; None is no input; string
+    keys name their part; names are identifiers, since they become the traced forward's
+    parameters)."""
     if isinstance(value, torch.Tensor):
         out.append((name, value))
+    elif value is None:
+        pass
     elif isinstance(value, dict):
         for i, (k, e) in enumerate(value.items()):
             if isinstance(k, torch.Tensor):  # a tensor key is an input too, before its value (torch.onnx)
@@ -106,6 +115,8 @@ def tree_leaves(name, value, out):
 
 def rebuild_tree(template, values):
     """`template` with its tensors replaced, in tree_leaves order, by the next of iterator `values`."""
+    if template is None:
+        return None
     if isinstance(template, torch.Tensor):
         return next(values)
     if isinstance(template, dict):
@@ -417,7 +428,7 @@ def _prepare_traced(p, model, args, kwargs, work_dir):
             for k, v in items:
                 if is_tensor_tree(v):
                     inputs.append((k, v))
-                elif is_dict_tree(v):
+                elif is_input_tree(v):
                     parts = tree_leaves(k, v, [])
                     trees[k] = (v, [n for n, _ in parts])
                     inputs += parts

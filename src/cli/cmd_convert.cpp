@@ -223,7 +223,7 @@ Runner add_convert(CLI::App& app) {
                   "NAME=FILE.npy (or .pb) a real example value for an input, used to learn shapes (its dims and dtype "
                   "stand in for --input); give it when the model needs valid values (lengths, indices, offsets)");
   cmd->add_option("--dynamic", a->dynamic, "NAME:AXIS=LABEL[,AXIS=LABEL] axes that stay symbolic, e.g. image:0=batch");
-  cmd->add_option("--output-names", a->output_names, "comma-separated names for the flattened outputs (default: dict keys, else output / output.K; see docs/convert.md)");
+  cmd->add_option("--output-names", a->output_names, "comma-separated names for the flattened outputs, the first ones when fewer (default: dict keys, else output / output.K; see docs/convert.md)");
   cmd->add_flag("--quiet", a->quiet, "print nothing on success");
   cmd->add_option("--weights", a->weights,
                   "a torch.save(model.state_dict()) file to load into MODEL first (strict: missing, unexpected "

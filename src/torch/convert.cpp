@@ -657,7 +657,8 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   std::vector<TV> outs;
   std::vector<std::string> keys;
   for (const TValue* v : g.outputs()) flatten_outputs(ctx, ctx.get(v), outs, keys);
-  if (!opts.output_names.empty() && opts.output_names.size() != outs.size())
+  // Fewer names than outputs name the first ones (as torch.onnx's output_names); more is an error.
+  if (opts.output_names.size() > outs.size())
     throw Error("--output-names gives " + std::to_string(opts.output_names.size()) + " names but the model has " +
                 std::to_string(outs.size()) + " outputs", {}, kExitUsage);
   std::set<std::string> taken;
@@ -697,10 +698,12 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
                   return k.empty() || taken.count(k);
                 });
   for (size_t k = 0; k < outs.size(); ++k) {
-    std::string name = !opts.output_names.empty() ? opts.output_names[k]
+    std::string name = k < opts.output_names.size() ? opts.output_names[k]
                        : by_key                   ? keys[k]
                        : outs.size() == 1         ? "output"
                                                   : "output." + std::to_string(k);
+    if (k >= opts.output_names.size())
+      while (std::find(opts.output_names.begin(), opts.output_names.end(), name) != opts.output_names.end()) name += "_";
     TV& v = outs[k];
     DType dt = ctx.dtype_of(v);
     if (dt == DType::Complex64 || dt == DType::Complex128)

@@ -264,3 +264,35 @@ def test_boolean_masks_together_with_other_indices(tmp_path):
     x, y = torch.randn(3, 4, 3), torch.randn(4, 4)
     others = [(torch.tensor([26, 4, -1, 25]), torch.tensor([13, 3, 11, 0]), torch.randn(3, 4, 3), torch.randn(4, 4))]
     check(MasksWithIndices(), (a, b, x, y), tmp_path / "m.onnx", others)
+
+
+class ZerosOfShapeSlice(torch.nn.Module):
+    def forward(self, x):
+        return x.new_zeros(x.shape[1:x.size(2)]) + x.size(1)
+
+
+def test_list_slice_at_computed_positions(tmp_path):
+    # A list of sizes cut at a computed position has a run-time length: held as a 1-D tensor.
+    m = torch.jit.script(ZerosOfShapeSlice())
+    check(m, torch.rand(1, 2, 3, 4), tmp_path / "z.onnx", [torch.rand(2, 5, 3, 1)], input_names=["x"],
+          dynamic_axes={"x": [0, 1, 2, 3]})
+
+
+class OptionalPair(torch.nn.Module):
+    def forward(self, x, y: tuple):
+        first, second = y
+        return (x + first if first is not None else x * 2), (x - second if second is not None else x)
+
+
+def test_tuple_with_none_and_fewer_output_names(tmp_path):
+    # As torch.onnx: None inside a tuple argument is no input, the tensors beside it are inputs;
+    # output_names may name only the first outputs.
+    x, y1 = torch.randn(2, 3), torch.randn(2, 3)
+    r = torch2onnx.export(OptionalPair(), (x, (None, y1)), tmp_path / "o.onnx", output_names=["a"])
+    assert len(r.input_names) == 2 and r.output_names[0] == "a" and len(r.output_names) == 2
+    x2, y2 = torch.randn(2, 3), torch.randn(2, 3)
+    want = OptionalPair()(x2, (None, y2))
+    for got in (ort.run(r.path, [x2.numpy(), y2.numpy()]),
+                torch2onnx.InferenceSession(r.path).run(None, dict(zip(r.input_names, [x2.numpy(), y2.numpy()])))):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)

@@ -444,6 +444,24 @@ void list_add(Ctx& c, const TNode* n) {
 void list_slice(Ctx& c, const TNode* n) {
   auto items = items_of(c, n, 0);
   int64_t len = static_cast<int64_t>(items.size());
+  bool computed_bounds = (!c.is_none(n, 1) && !c.is_const(n, 1)) || (!c.is_none(n, 2) && !c.is_const(n, 2));
+  bool ints = std::all_of(items.begin(), items.end(), [&](const TV& v) {
+    return v.is_const() ? v.c.isInt() : v.kind == TV::Kind::Tensor && c.dtype_of(v) == DType::Int64 && v.rank_known &&
+                                            v.shape.empty();
+  });
+  if (computed_bounds && ints && !c.is_none(n, 3) && c.is_const(n, 3)) {
+    // x.shape[1:x.size(2)]: a list of ints cut at computed positions has a run-time length, so it
+    // is held as a 1-D int64 tensor (what sizes and shapes take).
+    auto bound = [&](size_t i, int64_t dflt) {
+      return c.is_none(n, i) ? c.b.i64s({dflt}) : c.b.unsqueeze(c.int_tensor(c.in(n, i)), {0});
+    };
+    std::string t = c.b.slice_dyn(c.ints_tensor(TV::list(items)), bound(1, 0), bound(2, INT64_MAX), c.b.i64s({0}),
+                                  c.b.i64s({c.i(n, 3)}));
+    TV r = TV::tensor(t, DType::Int64);
+    r.rank_known = true;
+    r.shape = {-1};
+    return c.set(n->output(), r);
+  }
   int64_t s = c.is_none(n, 1) ? 0 : c.i(n, 1), e = c.is_none(n, 2) ? len : c.i(n, 2), st = c.i(n, 3);
   if (s < 0) s += len;
   if (e < 0) e += len;
