@@ -296,3 +296,14 @@ def test_tuple_with_none_and_fewer_output_names(tmp_path):
                 torch2onnx.InferenceSession(r.path).run(None, dict(zip(r.input_names, [x2.numpy(), y2.numpy()])))):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)
+
+
+def test_roi_pool(tmp_path):
+    import torchvision
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 10, 12)
+    rois = torch.tensor([[0, 0.0, 0.0, 9.0, 9.0], [1, 3.3, 1.7, 20.0, 15.0], [0, 5.0, 5.0, 5.4, 5.6],
+                         [1, -4.0, -2.0, 3.0, 30.0]])
+    others = [(torch.randn(1, 3, 7, 9), torch.tensor([[0, 1.0, 2.0, 13.0, 11.0], [0, 0.2, 0.6, 1.2, 2.5]]))]
+    check(torchvision.ops.RoIPool((3, 2), 0.5), (x, rois), tmp_path / "r.onnx", others, input_names=["x", "rois"],
+          dynamic_axes={"x": [0, 2, 3], "rois": [0]})

@@ -240,11 +240,81 @@ class RoiAlignKernel : public OpKernel {
   bool half_pixel_ = true;
 };
 
+// MaxRoiPool(X, rois[num_rois, 5] = (batch index, x1, y1, x2, y2)): Caffe's RoI pooling, which
+// torchvision's roi_pool computes too: corners scaled and rounded, the RoI at least one pixel,
+// bin edges floor / ceil of equal fractions of it, clipped to the image; an empty bin is 0.
+class MaxRoiPoolKernel : public OpKernel {
+ public:
+  explicit MaxRoiPoolKernel(const KernelInfo& info) : scale_(info.node.attr_float("spatial_scale", 1.0f)) {
+    std::vector<int64_t> shape = info.node.attr_ints("pooled_shape", {});
+    if (shape.size() != 2 || shape[0] < 1 || shape[1] < 1)
+      throw Error(info.node.describe() + ": pooled_shape must be two positive sizes");
+    ph_ = shape[0], pw_ = shape[1];
+  }
+
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& rois = ctx.input(1);
+    if (x.rank() != 4) ctx.fail("X must be 4-D, got " + dims_to_string(x.dims()));
+    if (rois.rank() != 2 || rois.dim(1) != 5) ctx.fail("rois must be num_rois x 5, got " + dims_to_string(rois.dims()));
+    int64_t nr = rois.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+    for (int64_t k = 0; k < rois.numel(); ++k)
+      if (!std::isfinite(rois.as_double(k) * scale_)) ctx.fail("rois must be finite");
+    for (int64_t r = 0; r < nr; ++r) {
+      double b = rois.as_double(r * 5);
+      if (b < 0 || b >= static_cast<double>(x.dim(0))) ctx.fail("batch index " + std::to_string(b) + " is out of range");
+    }
+    Tensor& y = ctx.allocate_output(0, x.dtype(), {nr, c, ph_, pw_});
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        const T* xp = x.data<T>();
+        T* yp = y.data<T>();
+        kern::parallel_for(nr * c, ctx.threads(), 1, [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) {
+            int64_t r = p / c, ch = p % c;
+            const T* img = xp + (static_cast<int64_t>(rois.as_double(r * 5)) * c + ch) * h * w;
+            auto corner = [&](int k) { return static_cast<int64_t>(std::round(rois.as_double(r * 5 + k) * scale_)); };
+            int64_t x1 = corner(1), y1 = corner(2), x2 = corner(3), y2 = corner(4);
+            double bh = static_cast<double>(std::max<int64_t>(y2 - y1 + 1, 1)) / static_cast<double>(ph_);
+            double bw = static_cast<double>(std::max<int64_t>(x2 - x1 + 1, 1)) / static_cast<double>(pw_);
+            auto clip = [](int64_t v, int64_t hi) { return std::min(std::max<int64_t>(v, 0), hi); };
+            for (int64_t i = 0; i < ph_; ++i) {
+              int64_t hs = clip(static_cast<int64_t>(std::floor(static_cast<double>(i) * bh)) + y1, h);
+              int64_t he = clip(static_cast<int64_t>(std::ceil(static_cast<double>(i + 1) * bh)) + y1, h);
+              for (int64_t j = 0; j < pw_; ++j) {
+                int64_t ws = clip(static_cast<int64_t>(std::floor(static_cast<double>(j) * bw)) + x1, w);
+                int64_t we = clip(static_cast<int64_t>(std::ceil(static_cast<double>(j + 1) * bw)) + x1, w);
+                T best = T(0);
+                bool any = false;
+                for (int64_t yy = hs; yy < he; ++yy)
+                  for (int64_t xx = ws; xx < we; ++xx) {
+                    T v = img[yy * w + xx];
+                    if (!any || v > best) best = v;
+                    any = true;
+                  }
+                yp[(p * ph_ + i) * pw_ + j] = best;
+              }
+            }
+          }
+        });
+      } else {
+        ctx.fail("element type " + std::string(dtype_name(x.dtype())) + " is not supported");
+      }
+    });
+  }
+
+ private:
+  double scale_;
+  int64_t ph_ = 1, pw_ = 1;
+};
+
 }  // namespace
 
 void register_resize_sample_kernels(KernelRegistry& r) {
   r.add("", "GridSample", 16, factory_of<GridSampleKernel>());
   r.add("", "RoiAlign", 10, factory_of<RoiAlignKernel>());
+  r.add("", "MaxRoiPool", 1, factory_of<MaxRoiPoolKernel>());
 }
 
 }  // namespace t2o

@@ -43,11 +43,27 @@ void roi_align(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("RoiAlign", {x, boxes, batch}, attrs));
 }
 
+// torchvision::roi_pool(input, rois[K, 5], spatial_scale, pooled_height, pooled_width) ->
+// (output, argmax): ONNX MaxRoiPool, the same Caffe RoI pooling. The argmax (torch's record for
+// the backward pass) has no ONNX form; a model that reads it is reported.
+void roi_pool(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  std::string y = c.b.op1("MaxRoiPool", {c.t_as(n, 0, t), c.t_as(n, 1, t)},
+                          {Attribute::make_ints("pooled_shape", {c.i(n, "pooled_height", 1), c.i(n, "pooled_width", 1)}),
+                           Attribute::make_float("spatial_scale", static_cast<float>(c.f(n, "spatial_scale", 1.0)))});
+  c.out(n, 0, y);
+  if (n->outputs().size() > 1) {
+    if (n->output(1)->hasUses()) throw UnsupportedError("torchvision::roi_pool's argmax output (no ONNX form)");
+    c.set(n->output(1), TV::constant(c10::IValue()));
+  }
+}
+
 }  // namespace
 
 void register_detection_ops(OpTable& t) {
   t["torchvision::nms"] = {nms, 10};
   t["torchvision::roi_align"] = {roi_align};  // opset 10, or 16 when aligned
+  t["torchvision::roi_pool"] = {roi_pool};
 }
 
 }  // namespace t2o
