@@ -307,3 +307,27 @@ def test_roi_pool(tmp_path):
     others = [(torch.randn(1, 3, 7, 9), torch.tensor([[0, 1.0, 2.0, 13.0, 11.0], [0, 0.2, 0.6, 1.2, 2.5]]))]
     check(torchvision.ops.RoIPool((3, 2), 0.5), (x, rois), tmp_path / "r.onnx", others, input_names=["x", "rois"],
           dynamic_axes={"x": [0, 2, 3], "rois": [0]})
+
+
+class Parts(torch.nn.Module):
+    def forward(self, x):
+        parts = x.unbind(0)
+        acc = torch.zeros_like(x[0])
+        for p in parts:
+            acc = acc + p
+        return torch.stack(parts, 1), torch.cat(x.split(2, 0), 1), acc, parts[1], len(x.chunk(2, 0)) + x
+
+
+def test_parts_of_a_dynamic_dim_are_a_sequence(tmp_path):
+    # unbind / split / chunk of a dynamic dim into a number of parts that changes with it: an ONNX
+    # sequence, so len() and every consumer follow the run-time size (len was frozen before).
+    m = torch.jit.script(Parts())
+    r = torch2onnx.export(m, torch.randn(4, 3), tmp_path / "p.onnx", input_names=["x"], dynamic_axes={"x": [0]},
+                          verify=True)
+    assert r.verification.ok
+    sess = torch2onnx.InferenceSession(r.path)
+    for x in (torch.randn(6, 3), torch.randn(2, 3)):
+        want = m(x)
+        for got in (sess.run(None, {"x": x.numpy()}), ort.run(r.path, [x.numpy()])):
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)

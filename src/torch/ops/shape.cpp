@@ -224,8 +224,30 @@ int64_t part_count(Ctx& c, const TNode* n) {
   return static_cast<int64_t>(o->elems.size());
 }
 
+// Whether the node returns one list whose length differed between the profiling runs: its parts
+// are then an ONNX sequence (their number is only known at run time).
+bool part_count_varies(Ctx& c, const TNode* n) {
+  if (!(n->outputs().size() == 1 && n->output()->type()->kind() == c10::TypeKind::ListType)) return false;
+  const Observed* o = c.observed(n->output());
+  return o && o->kind == Observed::Kind::List && o->varies;
+}
+
+// The parts of x along axis as an ONNX sequence: chunks of `step` (0-d int64, the last one
+// shorter), or with an empty step single slices with the axis removed (unbind).
+void emit_sequence_split(Ctx& c, const TNode* n, const std::string& step, int64_t axis) {
+  c.b.require(11, std::string(n->kind().toQualString()) + " into a number of parts known only at run time (SplitToSequence)");
+  std::vector<std::string> ins{c.t(n, 0)};
+  if (!step.empty()) ins.push_back(step);
+  TV r = TV::tensor(c.b.op1("SplitToSequence", ins, {Attribute::make_int("axis", axis),
+                                                      Attribute::make_int("keepdims", step.empty() ? 0 : 1)}),
+                    c.dtype(n, 0));
+  r.sequence = true;
+  c.set(n->output(), r);
+}
+
 // Parts [i*step, (i+1)*step) of a dynamic axis, the last one open-ended; `step` is a 0-d int64.
 void emit_dynamic_split(Ctx& c, const TNode* n, const std::string& step, int64_t count, int64_t axis) {
+  if (part_count_varies(c, n)) return emit_sequence_split(c, n, step, axis);
   std::string x = c.t(n, 0), s1 = c.b.unsqueeze(step, {0});
   std::vector<TV> items;
   for (int64_t i = 0; i < count; ++i) {
@@ -300,6 +322,7 @@ void unbind(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   int64_t axis = norm_axis(c.i(n, 1), r);
   int64_t len = c.shape(n, 0).at(static_cast<size_t>(axis));
+  if (len < 0 && part_count_varies(c, n)) return emit_sequence_split(c, n, "", axis);
   if (len < 0) {  // a dim that varies but always unbinds into the observed number of parts
     int64_t count = part_count(c, n);
     std::vector<TV> items;
