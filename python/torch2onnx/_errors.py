@@ -6,10 +6,18 @@ Every error carries the CLI's one-line ``message``, its ``hint`` (may be empty) 
 """
 
 
-try:  # torch.onnx's exporter error, so code written against torch.onnx.export catches ours too
+try:  # torch.onnx's exporter errors, so code written against torch.onnx.export catches ours too
     from torch.onnx.errors import OnnxExporterError as _ExporterError
+    from torch.onnx.errors import SymbolicValueError as _SymbolicValueError
+    from torch.onnx.errors import UnsupportedOperatorError as _UnsupportedOperatorError
 except ImportError:  # pragma: no cover - torch without torch.onnx
     class _ExporterError(RuntimeError):
+        pass
+
+    class _SymbolicValueError(_ExporterError):
+        pass
+
+    class _UnsupportedOperatorError(_ExporterError):
         pass
 
 
@@ -23,7 +31,8 @@ class Error(Exception):
         self.hint = hint or ""
         if exit_code is not None:
             self.exit_code = exit_code
-        super().__init__(message)
+        # Not super(): torch.onnx's error classes among the bases take other arguments.
+        Exception.__init__(self, message)
 
     def __str__(self):
         return self.message + (f"\nhint: {self.hint}" if self.hint else "")
@@ -46,10 +55,10 @@ class ModelRunError(UsageError, RuntimeError):
     RuntimeError, as calling the model or torch.onnx.export would raise."""
 
 
-class UnsupportedError(Error, _ExporterError):
-    """Something torch2onnx cannot convert or run (exit code 3). Also a
-    torch.onnx.errors.OnnxExporterError (a RuntimeError), as torch.onnx raises for what it cannot
-    export."""
+class UnsupportedError(Error, _UnsupportedOperatorError, _SymbolicValueError):
+    """Something torch2onnx cannot convert or run (exit code 3). Also torch.onnx's errors for what
+    it cannot export: OnnxExporterError (a RuntimeError) and its UnsupportedOperatorError (an op
+    without a conversion) and SymbolicValueError (a value of a kind ONNX cannot hold)."""
 
     exit_code = 3
 
