@@ -1,4 +1,5 @@
 // Point sampling ops: GridSample (opset 16) and RoiAlign (10, 16).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -274,7 +275,10 @@ class MaxRoiPoolKernel : public OpKernel {
           for (int64_t p = b; p < e; ++p) {
             int64_t r = p / c, ch = p % c;
             const T* img = xp + (static_cast<int64_t>(rois.as_double(r * 5)) * c + ch) * h * w;
-            auto corner = [&](int k) { return static_cast<int64_t>(std::round(rois.as_double(r * 5 + k) * scale_)); };
+            // Clamped far outside any image before the cast, so absurd corners stay defined.
+            auto corner = [&](int k) {
+              return static_cast<int64_t>(std::clamp(std::round(rois.as_double(r * 5 + k) * scale_), -1e12, 1e12));
+            };
             int64_t x1 = corner(1), y1 = corner(2), x2 = corner(3), y2 = corner(4);
             double bh = static_cast<double>(std::max<int64_t>(y2 - y1 + 1, 1)) / static_cast<double>(ph_);
             double bw = static_cast<double>(std::max<int64_t>(x2 - x1 + 1, 1)) / static_cast<double>(pw_);
