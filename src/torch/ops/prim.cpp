@@ -321,9 +321,9 @@ void prim_dtype(Ctx& c, const TNode* n) {
 
 void prim_device(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(c10::Device(c10::kCPU))); }
 // aten::copy_(self, src) / zero_(self): self's dtype and shape (src broadcast to it). The write
-// reaches the tensor self views through Ctx::write_through. A traced `x[...] = v` records v expanded to the target's sizes as constants (Python's setitem
-// broadcasts with the sizes of that run); the target's sizes may change at run time, so v itself
-// is broadcast to the target. That never changes a valid result: an expand is a broadcast, so
+// reaches the tensor self views through Ctx::write_through. A traced `x[...] = v` records v
+// expanded to the target's sizes as constants (Python's setitem broadcasts with the sizes of that
+// run); the target's sizes may change at run time, so v itself is broadcast to the target. That never changes a valid result: an expand is a broadcast, so
 // broadcasting its result or its input to the target agree whenever the expand was valid.
 void copy(Ctx& c, const TNode* n) {
   DType t = c.dtype(n, 0);
