@@ -509,6 +509,57 @@ void Ctx::convert_dequantized(TNode* n) {
   }
 }
 
+// Ops with a dim argument take a 0-d tensor as one element along dim 0 or -1, where ONNX's
+// reductions, ArgMax, CumSum, GatherElements, Gather want rank >= 1: their 0-d tensor inputs are
+// given to the converter as 1-element vectors, and its outputs take the shapes torch gave them
+// (0-d, or the static shape profiled). False when the node has no 0-d tensor input (or is not such an op).
+bool Ctx::on_scalars_as_vectors(TNode* n, const std::string& kind, const Converter& fn) {
+  static const std::set<std::string> dim_ops{
+      "aten::argmax",       "aten::argmin",      "aten::all",          "aten::any",          "aten::logsumexp",
+      "aten::max",          "aten::min",         "aten::amax",         "aten::amin",         "aten::cumsum",
+      "aten::cumprod",      "aten::cummax",      "aten::cummin",       "aten::logcumsumexp", "aten::gather",
+      "aten::index_select", "aten::index_add",   "aten::index_copy",   "aten::index_fill",   "aten::index_reduce",
+      "aten::scatter",      "aten::scatter_add", "aten::scatter_reduce", "aten::take_along_dim", "aten::unfold",
+      "aten::kthvalue",     "aten::median",      "aten::nanmedian",    "aten::mode",         "aten::sort",
+      "aten::argsort",      "aten::topk"};
+  std::string base = kind.size() > 1 && kind.back() == '_' ? kind.substr(0, kind.size() - 1) : kind;
+  if (!dim_ops.count(base)) return false;
+  auto zero_d = [&](const TV& v) {
+    if (v.kind == TV::Kind::Tensor) return !v.number && v.rank_known && v.shape.empty() && v.qscale.empty();
+    return v.is_const() && v.c.isTensor() && v.c.toTensor().dim() == 0;
+  };
+  if (n->inputs().empty() || !zero_d(get(n->input(0)))) return false;
+  std::vector<std::pair<const TValue*, TV>> saved;
+  for (const TValue* v : n->inputs()) {
+    const TV& x = get(v);
+    if (!zero_d(x) || std::any_of(saved.begin(), saved.end(), [&](const auto& s) { return s.first == v; })) continue;
+    TV vec = TV::tensor(b.unsqueeze(tensor(x), {0}), dtype_of(x));
+    vec.shape = {1};
+    vec.rank_known = true;
+    saved.emplace_back(v, x);
+    vals_[v] = vec;
+  }
+  try {
+    fn(*this, n);
+  } catch (...) {
+    for (auto& [v, x] : saved) vals_[v] = x;
+    throw;
+  }
+  for (auto& [v, x] : saved)
+    if (std::find(n->outputs().begin(), n->outputs().end(), v) == n->outputs().end()) vals_[v] = x;
+  for (const TValue* o : n->outputs()) {
+    const Observed* ob = prof_.get(o);
+    if (!has(o) || !ob || ob->kind != Observed::Kind::Tensor || !ob->rank_known) continue;
+    const TV& f = get(o);
+    if (f.kind != TV::Kind::Tensor || f.number || f.poisoned || f.sequence) continue;
+    bool fixed = std::all_of(ob->sizes.begin(), ob->sizes.end(), [](int64_t d) { return d >= 0; });
+    if (!fixed) continue;
+    TV r = TV::tensor(b.reshape(f.name, ob->sizes), f.dtype);
+    vals_[o] = r;
+  }
+  return true;
+}
+
 void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::function<void()>& poison) {
   const OpTable* tbl = &op_table();
   // Complex tensors (real pairs, ops/spectral.cpp) go only to the ops that know that layout, and
@@ -569,7 +620,7 @@ void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::functio
   b.set_origin(src, kind);
   try {
     if (b.opset() < it->second.min_opset) throw OpsetError(kind, it->second.min_opset);
-    it->second.fn(*this, n);
+    if (!on_scalars_as_vectors(n, kind, it->second.fn)) it->second.fn(*this, n);
   } catch (const OpsetError& e) {
     opset_errors.push_back(kind + (src.empty() ? "" : " at " + src) + ": " + e.what +
                            " needs opset >= " + std::to_string(e.min_opset));
@@ -750,6 +801,7 @@ const std::unordered_map<std::string, OpEntry>& op_table() {
     register_sampling_ops(t);
     register_loss_ops(t);
     register_stats_ops(t);
+    register_order_stat_ops(t);
     register_cumulative_ops(t);
     register_layout_ops(t);
     register_window_ops(t);

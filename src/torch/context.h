@@ -162,6 +162,7 @@ class Ctx {
   void convert_node_impl(TNode* n);
   void convert_dispatch(TNode* n, const std::string& kind, const std::function<void()>& poison);
   void convert_dequantized(TNode* n);
+  bool on_scalars_as_vectors(TNode* n, const std::string& kind, const Converter& fn);
   void write_through(const TNode* writer, const TValue* view);
   void rederive_views(const TValue* base, const TNode* writer);
   bool read_after(const TNode* view, const TNode* writer, int depth = 0) const;

@@ -18,7 +18,7 @@ def run(model_path, inputs):
         os.makedirs(ind)
         os.makedirs(outd)
         for k, a in enumerate(inputs):
-            np.save(os.path.join(ind, f"input_{k}.npy"), np.ascontiguousarray(a))
+            np.save(os.path.join(ind, f"input_{k}.npy"), np.ascontiguousarray(a).reshape(np.shape(a)))  # 0-d stays 0-d
         r = subprocess.run(["node", ORT_RUN, os.fspath(model_path), ind, outd], env=env, capture_output=True, text=True)
         assert r.returncode == 0, f"ONNX Runtime failed:\n{r.stderr}"
         outs = []

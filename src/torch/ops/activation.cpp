@@ -93,10 +93,18 @@ void hardswish(Ctx& c, const TNode* n) {
 void softplus(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
   double beta = n->inputs().size() > 1 ? c.f(n, 1) : 1.0;
+  double threshold = n->inputs().size() > 2 ? c.f(n, 2) : 20.0;
   std::string x = x_of(c, n);
-  if (beta == 1.0) return c.out(n, c.b.op1("Softplus", {x}));
-  std::string y = c.b.op1("Softplus", {c.b.op1("Mul", {x, c.b.scalar(beta, t)})});
-  c.out(n, c.b.op1("Div", {y, c.b.scalar(beta, t)}));
+  std::string y = beta == 1.0 ? c.b.op1("Softplus", {x})
+                              : c.b.op1("Div", {c.b.op1("Softplus", {c.b.op1("Mul", {x, c.b.scalar(beta, t)})}),
+                                                c.b.scalar(beta, t)});
+  // torch returns x itself where beta * x > threshold; from a threshold of 20 on the two differ by less
+  // than float rounding (log1p(exp(20)) - 20 = 2e-9).
+  if (threshold < 20.0) {
+    std::string above = c.b.op1("Greater", {c.b.op1("Mul", {x, c.b.scalar(beta, t)}), c.b.scalar(threshold, t)});
+    y = c.b.op1("Where", {above, x, y});
+  }
+  c.out(n, y);
 }
 
 void softsign(Ctx& c, const TNode* n) { c.out(n, c.b.op1("Softsign", {x_of(c, n)})); }

@@ -26,6 +26,7 @@ void register_attention_ops(OpTable& t);
 void register_sampling_ops(OpTable& t);
 void register_loss_ops(OpTable& t);
 void register_stats_ops(OpTable& t);
+void register_order_stat_ops(OpTable& t);
 void register_cumulative_ops(OpTable& t);
 void register_layout_ops(OpTable& t);
 void register_window_ops(OpTable& t);

@@ -211,7 +211,9 @@ void emit_resize(Ctx& c, const TNode* n, const Interp& m) {
     if (i >= 2 && (in[i] < 0 || out[i] < 0)) spatial_static = false;
     scales.push_back(i < 2 || !spatial_static ? 1.0 : static_cast<double>(out[i]) / static_cast<double>(in[i]));
   }
-  std::vector<double> given = given_scales(c, n, r - 2);
+  // With align_corners torch maps coordinates by (in - 1) / (out - 1) whatever scales were given, and
+  // ONNX's align_corners with scales would take the unrounded in * scale as the output length.
+  std::vector<double> given = m.coord == "align_corners" ? std::vector<double>{} : given_scales(c, n, r - 2);
   if (!spatial_static) c.b.require(11, std::string(n->kind().toQualString()) + " with dynamic spatial sizes (Resize)");
   if (c.b.opset() < 11) {
     // Upsample (9) and Resize (10) pick floor(i / scale): torch's nearest when every scale is whole.

@@ -48,6 +48,7 @@ void flatten(Ctx& c, const TNode* n) {
 
 void permute(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
+  if (r <= 1) return c.out(n, c.t(n, 0));
   auto p = c.ints(n, 1);
   for (auto& v : p) v = norm_axis(v, r);
   c.out(n, c.b.transpose(c.t(n, 0), p));
@@ -168,12 +169,18 @@ void repeat(Ctx& c, const TNode* n) {
   size_t count = rv.is_const() ? c.ints(n, 1).size() : rv.kind == TV::Kind::List ? rv.items.size() : 0;
   if (count == 0 && !rv.is_const()) throw UnsupportedError("aten::repeat with repeats of unknown length");
   std::string x = c.t(n, 0);
+  std::string reps = rv.is_const() ? c.b.i64s(c.ints(n, 1)) : c.ints_tensor(rv);
+  if (static_cast<int>(count) < r) {  // torch.tile: missing leading counts are 1
+    if (n->kind() != c10::Symbol::fromQualString("aten::tile"))
+      throw UnsupportedError("aten::repeat with fewer counts than dims");
+    reps = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r) - count, 1)), reps}, 0);
+  }
   if (static_cast<int>(count) > r) {
     std::vector<int64_t> axes;
     for (int i = 0; i < static_cast<int>(count) - r; ++i) axes.push_back(i);
     x = c.b.unsqueeze(x, axes);
   }
-  c.out(n, c.b.op1("Tile", {x, rv.is_const() ? c.b.i64s(c.ints(n, 1)) : c.ints_tensor(rv)}));
+  c.out(n, c.b.op1("Tile", {x, reps}));
 }
 
 void cat(Ctx& c, const TNode* n) {
