@@ -1,4 +1,5 @@
 #include "torch/frontend.h"
+#include "torch/decompose.h"
 
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
@@ -127,6 +128,7 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
          "semantics (dropout removed, norms use running statistics): " + list);
   }
   if (!keep_training) tj::removeDropout(g);
+  decompose_ops(*g);
   // Not EliminateExceptions: it loops forever on some graphs; the If converter drops raising
   // branches instead.
   tj::RemoveListMutation(g);

@@ -94,3 +94,55 @@ def test_align_corners_resize_by_a_scale_factor(tmp_path, mode):
 
     check(M(), (torch.randn(2, 3, 4, 5),), tmp_path / "m.onnx", others=[(torch.randn(1, 3, 6, 3),)],
           opset_version=17, rtol=1e-4, atol=1e-5, input_names=["x"], dynamic_axes={"x": {0: "n", 2: "h", 3: "w"}})
+
+
+class Composites(torch.nn.Module):
+    """Composite ops the converter rewrites into the aten ops they are made of (src/torch/decompose.cpp)."""
+
+    def forward(self, x, y, t):
+        a = x.mT + y.mH
+        b = torch.dist(x, y, 3) + torch.vdot(x.flatten(), y.flatten()) + torch.linalg.vecdot(x, y).sum()
+        c = torch.isclose(x, y, rtol=0.1, atol=0.05) | torch.isposinf(x) | torch.isneginf(y) | torch.isreal(x)
+        d = torch.isin(t, torch.tensor([1, 3])) & ~torch.isin(t, 2)
+        e = torch.trapezoid(x, dim=0) + torch.trapz(x, torch.arange(x.shape[-1]).float()) .sum()
+        f = torch.cumulative_trapezoid(x, dx=0.5)
+        g = torch.erfc(x) + torch.special.ndtr(y) + torch.ldexp(x, t) + torch.angle(x) + torch.sgn(y)
+        m, ex = torch.frexp(x * 100)
+        h = torch.linalg.vander(x[0], N=4) + torch.vander(y[0], N=4)
+        s = torch.select_scatter(x, y[0], 0, 1) + torch.slice_scatter(x, y[:, :2], 1, 1, 5, 2)
+        return (a, b, c, d, e, f, g, m, ex, h, s, torch.argwhere(x > 0), torch.diagflat(x[0], 1))
+
+
+def test_composites(tmp_path):
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    x[0, 0], y[1, 1] = float("inf"), float("-inf")
+    t = torch.randint(0, 4, (3, 4))
+    x2, y2 = torch.randn(5, 4), torch.randn(5, 4)
+    check(Composites(), (x, y, t), tmp_path / "m.onnx", others=[(x2, y2, torch.randint(0, 4, (5, 4)))], opset_version=17,
+          rtol=1e-4, atol=1e-5, input_names=["x", "y", "t"], dynamic_axes={"x": {0: "n"}, "y": {0: "n"}, "t": {0: "n"}})
+
+
+class Losses(torch.nn.Module):
+    def forward(self, a, b, c, target, cls):
+        return (F.cosine_embedding_loss(a, b, target, margin=0.2), F.cosine_embedding_loss(a, b, target, reduction="none"),
+                F.triplet_margin_loss(a, b, c, swap=True), F.triplet_margin_loss(a, b, c, p=1.5, reduction="sum"),
+                F.multi_margin_loss(a, cls), F.multi_margin_loss(a, cls, p=2, margin=0.5, weight=torch.linspace(0.5, 1.5, 6),
+                                                                reduction="none"))
+
+
+def test_losses(tmp_path):
+    torch.manual_seed(0)
+    args = (torch.randn(4, 6), torch.randn(4, 6), torch.randn(4, 6), torch.tensor([1, -1, 1, -1]), torch.tensor([0, 5, 2, 2]))
+    check(Losses(), args, tmp_path / "m.onnx", opset_version=17, rtol=1e-4, atol=1e-5)
+
+
+def test_native_batch_norm_and_batch_statistics(tmp_path):
+    class M(torch.nn.Module):
+        def forward(self, x, w, b, rm, rv):
+            out, _, _ = torch.native_batch_norm(x, w, b, rm, rv, False, 0.1, 1e-5)
+            # Training mode updates the running statistics it is given: copies keep rm, rv for the next call.
+            out2, mean, invstd = torch.native_batch_norm(x, w, b, rm.clone(), rv.clone(), True, 0.1, 1e-5)
+            return out, out2, mean, invstd
+
+    args = (torch.randn(2, 3, 4, 5), torch.rand(3) + 0.5, torch.randn(3), torch.randn(3), torch.rand(3) + 0.5)
+    check(M(), args, tmp_path / "m.onnx", opset_version=17, rtol=1e-4, atol=1e-5)

@@ -1,0 +1,368 @@
+// Ops that are a few other aten ops, written as TorchScript and inlined in place of the node
+// before profiling: the converters of the ops they use then handle them, dynamic sizes included,
+// and profiling observes every intermediate value. Only exact rewrites of torch's own definitions
+// (aten's composite implementations) belong here.
+#include "torch/decompose.h"
+
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/jit.h>
+
+#include <algorithm>
+
+namespace t2o {
+namespace tj = torch::jit;
+
+namespace {
+
+// Each function replaces the nodes matching its schema; arguments in the schema's order.
+const char* kSource = R"TS(
+def mT(self: Tensor) -> Tensor:
+    return self if self.dim() < 2 else self.transpose(-2, -1)
+
+def matrix_H(self: Tensor) -> Tensor:
+    return self if self.dim() < 2 else self.transpose(0, 1)
+
+def dist(self: Tensor, other: Tensor, p: float) -> Tensor:
+    return torch.linalg_vector_norm(self - other, p)
+
+def vdot(self: Tensor, other: Tensor) -> Tensor:
+    return (self * other).sum()
+
+def vecdot(x: Tensor, y: Tensor, dim: int) -> Tensor:
+    return (x * y).sum(dim)
+
+def isposinf(self: Tensor) -> Tensor:
+    return self == float("inf")
+
+def isneginf(self: Tensor) -> Tensor:
+    return self == float("-inf")
+
+def isreal(self: Tensor) -> Tensor:
+    return torch.ones_like(self, dtype=11)  # torch.bool
+
+def sgn(self: Tensor) -> Tensor:
+    return torch.sign(self)
+
+def angle(self: Tensor) -> Tensor:
+    x = self if self.is_floating_point() else self.to(6)  # torch.float32
+    a = torch.where(x < 0, torch.full_like(x, 3.141592653589793), torch.zeros_like(x))
+    return torch.where(torch.isnan(x), x, a)
+
+def erfc(self: Tensor) -> Tensor:
+    x = self if self.is_floating_point() else self.to(6)  # torch.float32
+    return 1.0 - torch.erf(x)
+
+def ndtr(self: Tensor) -> Tensor:
+    x = self if self.is_floating_point() else self.to(6)  # torch.float32
+    return 0.5 * (1.0 + torch.erf(x * 0.7071067811865476))
+
+def ldexp(self: Tensor, other: Tensor) -> Tensor:
+    x = self if self.is_floating_point() else self.to(6)  # torch.float32
+    return x * torch.pow(2.0, other.to(x.dtype))
+
+def isclose(self: Tensor, other: Tensor, rtol: float, atol: float, equal_nan: bool) -> Tensor:
+    close = self == other
+    if equal_nan:
+        close = close | (torch.isnan(self) & torch.isnan(other))
+    if self.is_floating_point() or other.is_floating_point():
+        d = torch.abs(self - other)
+        close = close | (torch.isfinite(d) & (d <= atol + rtol * torch.abs(other)))
+    return close
+
+def isin(elements: Tensor, test_elements: Tensor, assume_unique: bool, invert: bool) -> Tensor:
+    hit = (elements.unsqueeze(-1) == test_elements.flatten()).any(-1)
+    return ~hit if invert else hit
+
+def isin_ts(elements: Tensor, test_element: float, assume_unique: bool, invert: bool) -> Tensor:
+    hit = elements == test_element
+    return ~hit if invert else hit
+
+def isin_st(element: float, test_elements: Tensor, assume_unique: bool, invert: bool) -> Tensor:
+    hit = (test_elements.flatten() == element).any()
+    return ~hit if invert else hit
+
+def diagflat(self: Tensor, offset: int) -> Tensor:
+    return torch.diag(self.flatten(), offset)
+
+def argwhere(self: Tensor) -> Tensor:
+    return torch.nonzero(self)
+
+def trapezoid_dx(y: Tensor, dx: float, dim: int) -> Tensor:
+    if y.size(dim) == 0:
+        return y.sum(dim)
+    return (y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5) * dx
+
+def cumulative_trapezoid_dx(y: Tensor, dx: float, dim: int) -> Tensor:
+    n = y.size(dim)
+    return (dx / 2.0 * (y.narrow(dim, 0, n - 1) + y.narrow(dim, 1, n - 1))).cumsum(dim)
+
+def _trapezoid_steps(y: Tensor, x: Tensor, dim: int) -> Tensor:
+    if x.dim() == 1:
+        d = x.diff()
+        r = y.dim()
+        axis = dim if dim >= 0 else dim + r
+        return d.reshape([-1] + [1] * (r - 1 - axis))
+    return x.diff(dim=dim)
+
+def trapezoid_x(y: Tensor, x: Tensor, dim: int) -> Tensor:
+    n = y.size(dim)
+    if n == 0:
+        return y.sum(dim)
+    return (_trapezoid_steps(y, x, dim) * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1))).sum(dim) / 2.0
+
+def cumulative_trapezoid_x(y: Tensor, x: Tensor, dim: int) -> Tensor:
+    n = y.size(dim)
+    return (_trapezoid_steps(y, x, dim) * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)) / 2.0).cumsum(dim)
+
+def vander(x: Tensor, N: Optional[int]) -> Tensor:
+    if x.dim() == 0:
+        x = x.unsqueeze(0)
+    n = x.size(-1) if N is None else N
+    return x.unsqueeze(-1) ** torch.arange(n)
+
+def vander_np(x: Tensor, N: Optional[int], increasing: bool) -> Tensor:
+    v = vander(x, N)
+    return v if increasing else v.flip(-1)
+
+def native_batch_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor],
+                      running_var: Optional[Tensor], training: bool, momentum: float, eps: float):
+    c = input.size(1)
+    shape = [1, c] + [1] * (input.dim() - 2)
+    if training or running_mean is None or running_var is None:
+        # Batch statistics (biased variance), returned as the saved mean and inverse std.
+        flat = input.transpose(0, 1).reshape([c, -1])
+        mean = flat.mean(1)
+        invstd = 1.0 / torch.sqrt(flat.var(1, unbiased=False) + eps)
+        saved_mean, saved_invstd = mean, invstd
+    else:
+        # Running statistics: torch returns empty saved values.
+        mean = running_mean
+        invstd = 1.0 / torch.sqrt(running_var + eps)
+        saved_mean = torch.zeros([0], dtype=input.dtype)
+        saved_invstd = torch.zeros([0], dtype=input.dtype)
+    out = (input - mean.reshape(shape)) * invstd.reshape(shape)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out, saved_mean, saved_invstd
+
+def frexp(self: Tensor):
+    x = self.to(7)  # float64: 2^e of subnormal and huge values stays finite
+    finite_nz = torch.isfinite(x) & (x != 0)
+    e = torch.where(finite_nz, torch.floor(torch.log2(torch.abs(x))) + 1, torch.zeros_like(x))
+    m = x / torch.pow(2.0, e)
+    # log2 may round across a power of two: bring |m| into [0.5, 1).
+    up = finite_nz & (torch.abs(m) >= 1)
+    down = finite_nz & (torch.abs(m) < 0.5)
+    e = torch.where(up, e + 1, torch.where(down, e - 1, e))
+    m = torch.where(up, m / 2, torch.where(down, m * 2, m))
+    return m.to(self.dtype), e.to(3)  # int32
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float, reduction: int) -> Tensor:
+    dim = input1.dim() - 1
+    eps = 1e-12
+    prod = (input1 * input2).sum(dim)
+    mag1 = (input1 * input1).sum(dim) + eps
+    mag2 = (input2 * input2).sum(dim) + eps
+    cos = prod / torch.sqrt(mag1 * mag2)
+    zeros = torch.zeros_like(cos)
+    pos = torch.where(target == 1, 1 - cos, zeros)
+    neg = torch.where(target == -1, (cos - margin).clamp_min(0), zeros)
+    out = pos + neg
+    if reduction == 1:
+        return out.mean()
+    if reduction == 2:
+        return out.sum()
+    return out
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float, p: float, eps: float,
+                        swap: bool, reduction: int) -> Tensor:
+    dist_pos = torch.pairwise_distance(anchor, positive, p, eps)
+    dist_neg = torch.pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = torch.min(dist_neg, torch.pairwise_distance(positive, negative, p, eps))
+    out = (margin + dist_pos - dist_neg).clamp_min(0)
+    if reduction == 1:
+        return out.mean()
+    if reduction == 2:
+        return out.sum()
+    return out
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: float, margin: float, weight: Optional[Tensor],
+                      reduction: int) -> Tensor:
+    x = input if input.dim() == 2 else input.reshape([1, -1])
+    t = target.reshape([-1, 1])
+    z = (margin - x.gather(1, t) + x).clamp_min(0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[t]
+    z = z.scatter(1, t, 0.0)
+    out = z.sum(1) / x.size(1)
+    if input.dim() < 2:
+        out = out.reshape(target.shape)
+    if reduction == 1:
+        return out.mean()
+    if reduction == 2:
+        return out.sum()
+    return out
+
+def select_scatter(self: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    y = self.clone()
+    y.select(dim, index).copy_(src)
+    return y
+
+def slice_scatter(self: Tensor, src: Tensor, dim: int, start: Optional[int], end: Optional[int], step: int) -> Tensor:
+    y = self.clone()
+    y.transpose(0, dim)[start:end:step].copy_(src.transpose(0, dim))
+    return y
+)TS";
+
+struct Rule {
+  const char* schema;
+  const char* fn;
+};
+
+const Rule kRules[] = {
+    {"aten::mT(Tensor(a) self) -> Tensor(a)", "mT"},
+    {"aten::mH(Tensor(a) self) -> Tensor(a)", "mT"},
+    {"aten::adjoint(Tensor(a) self) -> Tensor(a)", "mT"},
+    {"aten::matrix_H(Tensor(a) self) -> Tensor(a)", "matrix_H"},
+    {"aten::dist(Tensor self, Tensor other, Scalar p=2) -> Tensor", "dist"},
+    {"aten::vdot(Tensor self, Tensor other) -> Tensor", "vdot"},
+    {"aten::linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor", "vecdot"},
+    {"aten::isposinf(Tensor self) -> Tensor", "isposinf"},
+    {"aten::isneginf(Tensor self) -> Tensor", "isneginf"},
+    {"aten::isreal(Tensor self) -> Tensor", "isreal"},
+    {"aten::sgn(Tensor self) -> Tensor", "sgn"},
+    {"aten::angle(Tensor self) -> Tensor", "angle"},
+    {"aten::erfc(Tensor self) -> Tensor", "erfc"},
+    {"aten::special_erfc(Tensor self) -> Tensor", "erfc"},
+    {"aten::special_ndtr(Tensor self) -> Tensor", "ndtr"},
+    {"aten::ldexp.Tensor(Tensor self, Tensor other) -> Tensor", "ldexp"},
+    {"aten::isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",
+     "isclose"},
+    {"aten::isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor",
+     "isin"},
+    {"aten::isin.Tensor_Scalar(Tensor elements, Scalar test_element, *, bool assume_unique=False, bool invert=False) -> Tensor",
+     "isin_ts"},
+    {"aten::isin.Scalar_Tensor(Scalar element, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor",
+     "isin_st"},
+    {"aten::diagflat(Tensor self, int offset=0) -> Tensor", "diagflat"},
+    {"aten::argwhere(Tensor self) -> Tensor", "argwhere"},
+    {"aten::trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor", "trapezoid_dx"},
+    {"aten::trapz.dx(Tensor y, *, float dx=1, int dim=-1) -> Tensor", "trapezoid_dx"},
+    {"aten::trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor", "trapezoid_x"},
+    {"aten::trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor", "trapezoid_x"},
+    {"aten::cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor", "cumulative_trapezoid_dx"},
+    {"aten::cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor", "cumulative_trapezoid_x"},
+    {"aten::linalg_vander(Tensor x, *, int? N=None) -> Tensor", "vander"},
+    {"aten::vander(Tensor x, int? N=None, bool increasing=False) -> Tensor", "vander_np"},
+    {"aten::cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor",
+     "cosine_embedding_loss"},
+    {"aten::triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor",
+     "triplet_margin_loss"},
+    {"aten::multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor",
+     "multi_margin_loss"},
+    {"aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+     "native_batch_norm"},
+    {"aten::frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", "frexp"},
+    {"aten::select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor", "select_scatter"},
+    {"aten::slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor",
+     "slice_scatter"},
+};
+
+struct Compiled {
+  std::shared_ptr<tj::CompilationUnit> cu;
+  std::vector<std::pair<c10::FunctionSchema, std::shared_ptr<tj::Graph>>> rules;
+};
+
+const Compiled& compiled() {
+  static Compiled c = [] {
+    Compiled r;
+    r.cu = torch::jit::compile(kSource);
+    for (const Rule& rule : kRules) {
+      c10::FunctionSchema schema = tj::parseSchema(rule.schema);
+      auto g = tj::toGraphFunction(r.cu->get_function(rule.fn)).graph()->copy();
+      tj::Inline(*g);
+      r.rules.emplace_back(std::move(schema), std::move(g));
+    }
+    return r;
+  }();
+  return c;
+}
+
+void collect(tj::Block* b, std::vector<tj::Node*>& out) {
+  for (tj::Node* n : b->nodes()) {
+    out.push_back(n);
+    for (tj::Block* sub : n->blocks()) collect(sub, out);
+  }
+}
+
+// The nodes inserted before `end` since `first`, sub-blocks included, take the replaced node's
+// source range and scope, so messages and reports point at the user's line and module.
+void adopt_origin(tj::Node* first, tj::Node* end, tj::Node* from) {
+  for (tj::Node* n = first; n != end; n = n->next()) {
+    n->setSourceRange(from->sourceRange());
+    n->setScope(from->scope());
+    if (from->callstack()) n->setCallStack(*from->callstack());
+    for (tj::Block* sub : n->blocks())
+      if (sub->nodes().begin() != sub->nodes().end())
+        adopt_origin(*sub->nodes().begin(), sub->return_node(), from);
+  }
+}
+
+}  // namespace
+
+int decompose_ops(tj::Graph& g) {
+  const Compiled& c = compiled();
+  std::vector<tj::Node*> nodes;
+  collect(g.block(), nodes);
+  int count = 0;
+  for (tj::Node* n : nodes) {
+    for (const auto& [schema, fg] : c.rules) {
+      // Same operator and overload (argument types are checked by arity and below: SymInt and
+      // int spell the same argument differently across releases).
+      if (n->kind().toQualString() != schema.name() || !n->maybeSchema() ||
+          n->schema().overload_name() != schema.overload_name() || fg->inputs().size() != n->inputs().size())
+        continue;
+      bool complex_in = std::any_of(n->inputs().begin(), n->inputs().end(), [](const tj::Value* v) {
+        auto t = v->type()->cast<c10::TensorType>();
+        return t && t->scalarType() && c10::isComplexType(*t->scalarType());
+      });
+      if (complex_in) break;
+      tj::Node* before = n->prev();
+      std::vector<tj::Value*> outs;
+      {
+        tj::WithInsertPoint guard(n);
+        // A Scalar argument given to a float parameter becomes a float first (an int there would
+        // reach float arithmetic in the interpreter).
+        std::vector<tj::Value*> args(n->inputs().begin(), n->inputs().end());
+        for (size_t i = 0; i < args.size(); ++i) {
+          auto want = fg->inputs()[i]->type();
+          auto have = args[i]->type();
+          if (want->kind() == c10::TypeKind::FloatType && have->kind() != c10::TypeKind::FloatType &&
+              (have->kind() == c10::TypeKind::IntType || have->kind() == c10::TypeKind::NumberType ||
+               have->kind() == c10::TypeKind::BoolType))
+            args[i] = g.insert(c10::Symbol::fromQualString("aten::Float"), {args[i]});
+        }
+        outs = tj::insertGraph(g, *fg, args);
+      }
+      adopt_origin(before->next(), n, n);
+      // Several outputs: the function returns them as a tuple.
+      if (n->outputs().size() > 1 && outs.size() == 1 && outs[0]->node()->kind() == c10::prim::TupleConstruct)
+        outs = std::vector<tj::Value*>(outs[0]->node()->inputs().begin(), outs[0]->node()->inputs().end());
+      if (outs.size() == n->outputs().size()) {
+        for (size_t k = 0; k < outs.size(); ++k) n->output(k)->replaceAllUsesWith(outs[k]);
+        n->destroy();
+        ++count;
+      }
+      break;
+    }
+  }
+  return count;
+}
+
+}  // namespace t2o
