@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "torch/ops/compose.h"
 #include "torch/ops/ops.h"
 #include "torch/weights.h"
 
@@ -377,7 +378,7 @@ bool is_view_op(const std::string& kind) {
       "aten::slice", "aten::select", "aten::narrow", "aten::view", "aten::reshape", "aten::_reshape_alias",
       "aten::flatten", "aten::unflatten", "aten::unsqueeze", "aten::squeeze", "aten::view_as", "aten::reshape_as",
       "aten::transpose", "aten::permute", "aten::t", "aten::swapaxes", "aten::expand", "aten::expand_as",
-      "aten::detach", "aten::alias", "aten::split", "aten::chunk", "aten::unbind", "aten::movedim"};
+      "aten::detach", "aten::alias", "aten::split", "aten::chunk", "aten::unbind", "aten::movedim", "aten::diagonal"};
   return views.count(kind) != 0;
 }
 
@@ -757,7 +758,51 @@ void Ctx::write_through(const TNode* writer, const TValue* view) {
       nv = b.transpose(upd, inv);
     } else if (kind == "aten::detach" || kind == "aten::alias" || kind == "prim::unchecked_cast") {
       nv = upd;
+    } else if (kind == "aten::diagonal" && r >= 2 && const_int(1) && const_int(2) && const_int(3)) {
+      // diagonal(offset, d1, d2) is base[.., k, k + offset, ..] (offset >= 0) or base[.., k - offset, k, ..],
+      // its positions last. Each base element on that diagonal takes the update at its k.
+      b.require(11, "writing through a diagonal (Range)");
+      int64_t off = get(p->input(1)).c.toInt();
+      int64_t d1 = norm_axis(get(p->input(2)).c.toInt(), r), d2 = norm_axis(get(p->input(3)).c.toInt(), r);
+      int64_t kd = off >= 0 ? d1 : d2, od = off >= 0 ? d2 : d1;
+      std::string base_t = tensor(bv);
+      auto arange = [&](int64_t axis) { return b.op1("Range", {b.i64(0), b.dim(base_t, axis), b.i64(1)}); };
+      // One padding element after the diagonal: positions past its end (all of them when it is
+      // empty) read that, and are never on the diagonal.
+      std::vector<int64_t> pads(2 * static_cast<size_t>(r - 1), 0);
+      pads.back() = 1;
+      std::string padded = b.pad(upd, pads, "constant", 0.0, bt);
+      std::string last = b.dim(upd, r - 2);
+      std::string k = arange(kd);
+      k = b.op1("Where", {b.op1("Greater", {k, last}), last, k});
+      std::string g = b.unsqueeze(b.op1("Gather", {padded, k}, {Attribute::make_int("axis", r - 2)}), {r - 1});
+      std::vector<int64_t> perm;  // g's axes: the others in order, then kd, then od
+      for (int64_t j = 0, o = 0; j < r; ++j) perm.push_back(j == kd ? r - 2 : j == od ? r - 1 : o++);
+      g = b.transpose(g, perm);
+      std::string i1 = along_axis(*this, arange(d1), d1, r), i2 = along_axis(*this, arange(d2), d2, r);
+      std::string on = b.op1("Equal", {b.op1("Sub", {i2, i1}), b.i64(off)});
+      nv = b.op1("Where", {on, g, base_t});
     } else {
+      // A view this cannot write through: the base would keep its old values. Fine when nothing reads
+      // the base afterwards; otherwise the result would be wrong, so the op is refused.
+      auto sch = p->maybeSchema();
+      bool aliases = sch && !sch->returns().empty() && sch->returns()[0].alias_info() &&
+                     !sch->returns()[0].alias_info()->isWrite();
+      if (aliases || is_view_op(kind)) {
+        bool read_later = false;
+        for (const auto& u : base->uses()) {
+          const TNode* user = u.user;
+          while (user && user->owningBlock() != writer->owningBlock()) {
+            const torch::jit::Block* ob = user->owningBlock();
+            user = ob ? ob->owningNode() : nullptr;
+          }
+          if (!user || user->kind() == c10::prim::Return || (user != writer && user != p && user->isAfter(writer)))
+            read_later = true;
+        }
+        if (read_later)
+          throw UnsupportedError(std::string(writer->kind().toQualString()) + " writing through a view made by " + kind +
+                                 " of a tensor read afterwards");
+      }
       break;
     }
     TV out = TV::tensor(nv, bt);

@@ -160,6 +160,40 @@ def frexp(self: Tensor):
     m = torch.where(up, m / 2, torch.where(down, m * 2, m))
     return m.to(self.dtype), e.to(3)  # int32
 
+def renorm(self: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    d = dim if dim >= 0 else dim + self.dim()
+    xt = self.transpose(0, d)
+    norms = torch.linalg_vector_norm(xt.reshape([xt.size(0), -1]), p, [1], True)
+    factor = torch.where(norms > maxnorm, maxnorm / (norms + 1e-7), torch.ones_like(norms))
+    return (xt * factor.reshape([-1] + [1] * (self.dim() - 1))).transpose(0, d)
+
+def fftshift(x: Tensor, dim: Optional[List[int]]) -> Tensor:
+    dims = list(range(x.dim())) if dim is None else dim
+    shifts = [x.size(d) // 2 for d in dims]
+    return torch.roll(x, shifts, dims)
+
+def ifftshift(x: Tensor, dim: Optional[List[int]]) -> Tensor:
+    dims = list(range(x.dim())) if dim is None else dim
+    shifts = [(x.size(d) + 1) // 2 for d in dims]
+    return torch.roll(x, shifts, dims)
+
+def sum_to_size(x: Tensor, size: List[int]) -> Tensor:
+    lead = x.dim() - len(size)
+    dims: List[int] = []
+    for i in range(lead):
+        dims.append(i)
+    for i in range(len(size)):
+        if size[i] == 1 and x.size(lead + i) != 1:
+            dims.append(lead + i)
+    if len(dims) == 0:
+        return x
+    return x.sum(dims, keepdim=True).reshape(size)
+
+def diagonal_scatter(self: Tensor, src: Tensor, offset: int, dim1: int, dim2: int) -> Tensor:
+    y = self.clone()
+    y.diagonal(offset, dim1, dim2).copy_(src)
+    return y
+
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float, reduction: int) -> Tensor:
     dim = input1.dim() - 1
     eps = 1e-12
@@ -269,6 +303,11 @@ const Rule kRules[] = {
     {"aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
      "native_batch_norm"},
     {"aten::frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", "frexp"},
+    {"aten::renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor", "renorm"},
+    {"aten::fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor", "fftshift"},
+    {"aten::fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor", "ifftshift"},
+    {"aten::sum_to_size(Tensor self, int[] size) -> Tensor", "sum_to_size"},
+    {"aten::diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor", "diagonal_scatter"},
     {"aten::select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor", "select_scatter"},
     {"aten::slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor",
      "slice_scatter"},

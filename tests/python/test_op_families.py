@@ -146,3 +146,38 @@ def test_native_batch_norm_and_batch_statistics(tmp_path):
 
     args = (torch.randn(2, 3, 4, 5), torch.rand(3) + 0.5, torch.randn(3), torch.randn(3), torch.rand(3) + 0.5)
     check(M(), args, tmp_path / "m.onnx", opset_version=17, rtol=1e-4, atol=1e-5)
+
+
+class DiagonalWrites(torch.nn.Module):
+    def forward(self, x, v):
+        a = x.clone()
+        a.diagonal().copy_(v[: a.diagonal().shape[0]])
+        b = x.clone()
+        b.diagonal(1).fill_(-1.0)
+        c = x.clone()
+        c.diagonal(-2).mul_(10)
+        d = x.clone()
+        d.fill_diagonal_(7.0)
+        e = x.t().contiguous()
+        e.fill_diagonal_(3.0, wrap=True)
+        f = torch.diagonal_scatter(x, v[: x.diagonal(1).shape[0]], 1)
+        return a, b, c, d, e, f
+
+
+def test_writes_through_diagonals(tmp_path):
+    # Writes into x.diagonal() reach x (they were lost before: wrong numbers); fill_diagonal_ with
+    # and without wrap, tall and wide matrices through a dynamic row count (at least 3 rows: the
+    # diagonal's length, learned by profiling, stays that of the example).
+    check(DiagonalWrites(), (torch.randn(7, 3), torch.arange(10.0)), tmp_path / "m.onnx",
+          others=[(torch.randn(5, 3), torch.arange(10.0)), (torch.randn(3, 3), torch.arange(10.0))], opset_version=17,
+          input_names=["x", "v"], dynamic_axes={"x": {0: "n"}})
+
+
+def test_fill_diagonal_of_a_cube(tmp_path):
+    class M(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y.fill_diagonal_(0.0)
+            return y
+
+    check(M(), (torch.randn(3, 3, 3),), tmp_path / "m.onnx", opset_version=17)

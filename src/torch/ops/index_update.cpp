@@ -179,7 +179,41 @@ void masked_scatter(Ctx& c, const TNode* n) {
 
 }  // namespace
 
+// aten::fill_diagonal_(x, value, wrap) (registered without the underscore: the in-place fallback
+// then updates x and what views it): the elements whose indices are all equal take the value. A
+// matrix taller than wide with wrap=True starts the diagonal again every cols + 1 rows, as torch
+// steps through the storage.
+void fill_diagonal(Ctx& c, const TNode* n) {
+  c.b.require(11, "fill_diagonal_ (Range)");
+  DType t = c.dtype(n, 0);
+  int r = c.rank(n, 0);
+  if (r < 2) throw UnsupportedError("aten::fill_diagonal_ of a tensor with fewer than 2 dims");
+  std::string x = c.t(n, 0);
+  auto arange = [&](int64_t axis) {
+    return along_axis(c, c.b.op1("Range", {c.b.i64(0), c.b.dim(x, axis), c.b.i64(1)}), axis, r);
+  };
+  std::string on;
+  bool wrap = c.flag(n, "wrap", false);
+  if (r == 2) {
+    std::string rows = arange(0), cols = arange(1), ncols = c.b.dim(x, 1);
+    // Flat position i * cols + j on the diagonal: a multiple of cols + 1, within the first cols rows
+    // unless wrapping.
+    std::string flat = c.b.op1("Add", {c.b.op1("Mul", {rows, ncols}), cols});
+    on = c.b.op1("Equal", {c.b.op1("Mod", {flat, c.b.op1("Add", {ncols, c.b.i64(1)})}), c.b.i64(0)});
+    if (!wrap) on = c.b.op1("And", {on, c.b.op1("Less", {rows, ncols})});
+  } else {
+    std::string first = arange(0);
+    for (int a = 1; a < r; ++a) {
+      std::string e = c.b.op1("Equal", {arange(a), first});
+      on = on.empty() ? e : c.b.op1("And", {on, e});
+    }
+  }
+  std::string v = c.t_as(n, 1, t);
+  c.out(n, c.b.op1("Where", {on, v, x}));
+}
+
 void register_index_update_ops(OpTable& t) {
+  t["aten::fill_diagonal"] = {fill_diagonal};
   t["aten::index_add"] = {index_add};
   t["aten::index_copy"] = {index_copy};
   t["aten::index_fill"] = {index_fill};
