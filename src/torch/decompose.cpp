@@ -194,6 +194,169 @@ def diagonal_scatter(self: Tensor, src: Tensor, offset: int, dim1: int, dim2: in
     y.diagonal(offset, dim1, dim2).copy_(src)
     return y
 
+# Special functions, evaluated in float64 and returned in the op's float type (float32 for integer
+# inputs): Lanczos (g = 7) for lgamma, recurrence + asymptotic series for digamma, Cephes' Euler-Maclaurin
+# sum for the Hurwitz zeta (polygamma of order >= 1), power series below 20 and asymptotic series above
+# for the modified Bessel functions, a continued fraction for the normal tail of log_ndtr.
+
+def _float_type(self: Tensor) -> int:
+    return self.dtype if self.is_floating_point() else 6
+
+def _lgamma_pos(y: Tensor) -> Tensor:
+    z = y - 1.0
+    a = torch.full_like(z, 0.99999999999980993)
+    i = 1
+    for p in [676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+              12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7]:
+        a = a + p / (z + i)
+        i += 1
+    t = z + 7.5
+    return 0.9189385332046727 + (z + 0.5) * torch.log(t) - t + torch.log(a)
+
+def lgamma(self: Tensor) -> Tensor:
+    x = self.to(7)
+    small = x < 0.5
+    y = torch.where(small, 1.0 - x, x)
+    g = _lgamma_pos(y)
+    r = torch.where(small, torch.log(3.141592653589793 / torch.abs(torch.sin(3.141592653589793 * x))) - g, g)
+    pole = (x <= 0) & (x == torch.floor(x))
+    r = torch.where(torch.isinf(x) | pole, torch.full_like(x, float("inf")), r)
+    return r.to(_float_type(self))
+
+def _digamma64(x: Tensor) -> Tensor:
+    small = x < 0.5
+    y = torch.where(small, 1.0 - x, x)
+    acc = torch.zeros_like(y)
+    for k in range(6):
+        acc = acc + 1.0 / (y + k)
+    z = y + 6.0
+    z2 = 1.0 / (z * z)
+    series = z2 * (1.0 / 12 - z2 * (1.0 / 120 - z2 * (1.0 / 252 - z2 * (1.0 / 240 - z2 * (1.0 / 132)))))
+    d = torch.log(z) - 0.5 / z - series - acc
+    px = 3.141592653589793 * x
+    d = torch.where(small, d - 3.141592653589793 * torch.cos(px) / torch.sin(px), d)
+    pole = (x <= 0) & (x == torch.floor(x))
+    d = torch.where(pole, torch.where(x == 0, torch.full_like(x, float("-inf")), torch.full_like(x, float("nan"))), d)
+    return torch.where(x == float("inf"), x, d)
+
+def digamma(self: Tensor) -> Tensor:
+    return _digamma64(self.to(7)).to(_float_type(self))
+
+def _zeta64(x: Tensor, q: Tensor) -> Tensor:
+    s = torch.zeros_like(x + q)
+    a = q
+    for k in range(10):
+        s = s + torch.pow(q + k, -x)
+    a = q + 9.0
+    b = torch.pow(a, -x)
+    w = a
+    s = s + b * w / (x - 1.0) - 0.5 * b
+    fa = torch.ones_like(s)
+    kk = 0.0
+    for c in [12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+              -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+              1.8152105401943546773e17, -7.1661652561756670113e18]:
+        fa = fa * (x + kk)
+        b = b / w
+        s = s + fa * b / c
+        kk += 1.0
+        fa = fa * (x + kk)
+        b = b / w
+        kk += 1.0
+    # Cephes' order of checks: x == 1, then x < 1, then q at or below 0 (the last where wins).
+    s = torch.where((q <= 0) & (x != torch.floor(x)), torch.full_like(s, float("nan")), s)
+    s = torch.where((q <= 0) & (q == torch.floor(q)), torch.full_like(s, float("inf")), s)
+    s = torch.where(x < 1.0, torch.full_like(s, float("nan")), s)
+    return torch.where(x == 1.0, torch.full_like(s, float("inf")), s)
+
+def zeta(self: Tensor, other: Tensor) -> Tensor:
+    t = torch.promote_types(_float_type(self), _float_type(other))
+    return _zeta64(self.to(7), other.to(7)).to(t)
+
+def zeta_ts(self: Tensor, other: float) -> Tensor:
+    return _zeta64(self.to(7), torch.full_like(self, other, dtype=7)).to(_float_type(self))
+
+def zeta_st(self: float, other: Tensor) -> Tensor:
+    return _zeta64(torch.full_like(other, self, dtype=7), other.to(7)).to(_float_type(other))
+
+def polygamma(n: int, self: Tensor) -> Tensor:
+    x = self.to(7)
+    if n == 0:
+        return _digamma64(x).to(_float_type(self))
+    fact = 1.0
+    for k in range(2, n + 1):
+        fact = fact * k
+    sign = 1.0 if n % 2 == 1 else -1.0
+    return (sign * fact * _zeta64(torch.full_like(x, n + 1.0), x)).to(_float_type(self))
+
+def mvlgamma(self: Tensor, p: int) -> Tensor:
+    x = self.to(7)
+    acc = torch.full_like(x, p * (p - 1) / 4.0 * 1.1447298858494002)
+    for i in range(p):
+        acc = acc + lgamma(x - i / 2.0).to(7)
+    return acc.to(_float_type(self))
+
+def _bessel_i64(x: Tensor, nu: int, scaled: bool) -> Tensor:
+    a = torch.abs(x)
+    # Power series: I_nu(a) = (a/2)^nu sum_k (a^2/4)^k / (k! (k + nu)!)
+    q = a * a / 4.0
+    term = torch.ones_like(a)
+    for k in range(1, nu + 1):
+        term = term / k
+    total = term
+    for k in range(1, 60):
+        term = term * q / (k * (k + nu))
+        total = total + term
+    series = total * torch.pow(a / 2.0, float(nu))
+    if scaled:
+        series = series * torch.exp(-a)
+    # Large a: I_nu(a) ~ e^a / sqrt(2 pi a) sum_k (-1)^k prod_j (4 nu^2 - (2j - 1)^2) / (k! (8a)^k)
+    big = torch.clamp(a, min=20.0)
+    mu = 4.0 * nu * nu
+    t = torch.ones_like(a)
+    asum = t
+    for k in range(1, 16):
+        t = t * -(mu - (2 * k - 1) * (2 * k - 1)) / (k * 8.0 * big)
+        asum = asum + t
+    asym = asum / torch.sqrt(2.0 * 3.141592653589793 * big)
+    if not scaled:
+        asym = asym * torch.exp(big)
+    r = torch.where(a > 20.0, asym, series)
+    if nu % 2 == 1:
+        r = torch.where(x < 0, -r, r)
+    return r
+
+def i0(self: Tensor) -> Tensor:
+    return _bessel_i64(self.to(7), 0, False).to(_float_type(self))
+
+def i0e(self: Tensor) -> Tensor:
+    return _bessel_i64(self.to(7), 0, True).to(_float_type(self))
+
+def i1(self: Tensor) -> Tensor:
+    return _bessel_i64(self.to(7), 1, False).to(_float_type(self))
+
+def i1e(self: Tensor) -> Tensor:
+    return _bessel_i64(self.to(7), 1, True).to(_float_type(self))
+
+def log_ndtr(self: Tensor) -> Tensor:
+    ft = _float_type(self)
+    x = self.to(7)
+    # x >= -1: log of 0.5 erfc(-x / sqrt 2) in the op's float type (ndtr >= 0.158 there).
+    xf = x.to(ft)
+    near = torch.log(0.5 * (1.0 + torch.erf(xf * 0.7071067811865476))).to(7)
+    # x < -1: ndtr(x) = phi(x) R(-x), Mills' ratio R(t) = 1 / (t + 1 / (t + 2 / (t + 3 / ...))).
+    t = torch.clamp(-x, min=1.0)
+    cf = t
+    for k in range(60, 0, -1):
+        cf = t + k / cf
+    tail = -0.5 * x * x - 0.9189385332046727 - torch.log(cf)
+    return torch.where(x < -1.0, tail, near).to(ft)
+
+def spherical_bessel_j0(self: Tensor) -> Tensor:
+    x = self.to(7)
+    r = torch.where(x == 0, torch.ones_like(x), torch.sin(x) / x)
+    return torch.where(torch.isinf(x), torch.zeros_like(x), r).to(_float_type(self))
+
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float, reduction: int) -> Tensor:
     dim = input1.dim() - 1
     eps = 1e-12
@@ -308,6 +471,27 @@ const Rule kRules[] = {
     {"aten::fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor", "ifftshift"},
     {"aten::sum_to_size(Tensor self, int[] size) -> Tensor", "sum_to_size"},
     {"aten::diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor", "diagonal_scatter"},
+    {"aten::lgamma(Tensor self) -> Tensor", "lgamma"},
+    {"aten::digamma(Tensor self) -> Tensor", "digamma"},
+    {"aten::special_digamma(Tensor self) -> Tensor", "digamma"},
+    {"aten::special_psi(Tensor self) -> Tensor", "digamma"},
+    {"aten::special_gammaln(Tensor self) -> Tensor", "lgamma"},
+    {"aten::polygamma(int n, Tensor self) -> Tensor", "polygamma"},
+    {"aten::special_polygamma(int n, Tensor self) -> Tensor", "polygamma"},
+    {"aten::special_zeta(Tensor self, Tensor other) -> Tensor", "zeta"},
+    {"aten::special_zeta.other_scalar(Tensor self, Scalar other) -> Tensor", "zeta_ts"},
+    {"aten::special_zeta.self_scalar(Scalar self, Tensor other) -> Tensor", "zeta_st"},
+    {"aten::mvlgamma(Tensor self, int p) -> Tensor", "mvlgamma"},
+    {"aten::special_multigammaln(Tensor self, int p) -> Tensor", "mvlgamma"},
+    {"aten::i0(Tensor self) -> Tensor", "i0"},
+    {"aten::special_i0(Tensor self) -> Tensor", "i0"},
+    {"aten::special_modified_bessel_i0(Tensor self) -> Tensor", "i0"},
+    {"aten::special_i0e(Tensor self) -> Tensor", "i0e"},
+    {"aten::special_i1(Tensor self) -> Tensor", "i1"},
+    {"aten::special_modified_bessel_i1(Tensor self) -> Tensor", "i1"},
+    {"aten::special_i1e(Tensor self) -> Tensor", "i1e"},
+    {"aten::special_log_ndtr(Tensor self) -> Tensor", "log_ndtr"},
+    {"aten::special_spherical_bessel_j0(Tensor x) -> Tensor", "spherical_bessel_j0"},
     {"aten::select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor", "select_scatter"},
     {"aten::slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor",
      "slice_scatter"},

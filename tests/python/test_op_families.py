@@ -181,3 +181,18 @@ def test_fill_diagonal_of_a_cube(tmp_path):
             return y
 
     check(M(), (torch.randn(3, 3, 3),), tmp_path / "m.onnx", opset_version=17)
+
+
+class Special(torch.nn.Module):
+    def forward(self, x, p):
+        return (torch.lgamma(x), torch.digamma(x), torch.special.zeta(p + 1.5, p), torch.polygamma(2, p),
+                torch.mvlgamma(p + 3, 3), torch.i0(x), torch.special.i0e(x), torch.special.i1(x), torch.special.i1e(x),
+                torch.special.log_ndtr(x), torch.special.spherical_bessel_j0(x))
+
+
+def test_special_functions(tmp_path):
+    # Negative and non-integer x, poles (lgamma, digamma at 0 and -2), the Bessel series/asymptotic
+    # switch at 20, the normal tail far below -1.
+    x = torch.tensor([-30.0, -7.5, -2.0, -1.3, -0.5, 0.0, 1e-3, 0.5, 1.0, 2.5, 7.0, 19.5, 20.5, 35.0, 80.0])
+    p = torch.linspace(0.2, 12.0, 15)
+    check(Special(), (x, p), tmp_path / "m.onnx", opset_version=17)
