@@ -196,3 +196,20 @@ def test_special_functions(tmp_path):
     x = torch.tensor([-30.0, -7.5, -2.0, -1.3, -0.5, 0.0, 1e-3, 0.5, 1.0, 2.5, 7.0, 19.5, 20.5, 35.0, 80.0])
     p = torch.linspace(0.2, 12.0, 15)
     check(Special(), (x, p), tmp_path / "m.onnx", opset_version=17)
+
+
+@pytest.mark.parametrize("opset", [11, 13, 16])
+def test_accumulating_scatters_before_opset_16(tmp_path, opset):
+    # Duplicate indices accumulate at every opset (ONNX's scatters reduce only from opset 16).
+    class M(torch.nn.Module):
+        def forward(self, x, idx, src, rows, vals):
+            a = x.scatter_add(1, idx, src)
+            b = x.scatter(0, idx[:2], src[:2], reduce="multiply")
+            c = x.index_put((rows,), vals, accumulate=True)
+            d = torch.zeros(6, dtype=torch.long).scatter_add_(0, rows.abs(), torch.ones_like(rows))
+            return a, b, c, d
+
+    x = torch.randn(4, 5)
+    idx = torch.tensor([[0, 0, 2], [1, 1, 1], [4, 0, 4], [3, 3, 3]])
+    rows = torch.tensor([1, -1, 1, 0, 3])
+    check(M(), (x, idx, torch.randn(4, 3), rows, torch.randn(5, 5)), tmp_path / "m.onnx", opset_version=opset)

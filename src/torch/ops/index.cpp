@@ -52,8 +52,28 @@ void gather(Ctx& c, const TNode* n) {
 }
 
 // aten::scatter(x, dim, index, src|value[, reduce]) / scatter_add(x, dim, index, src)
+// Before opset 16 (no reduction in ScatterElements) scatter_add and scatter(reduce=...) add or
+// multiply densely: for each position p along `axis`, the src elements whose index is p, reduced
+// over `axis` ([..., L] mask beside src), then combined with x.
+std::string dense_scatter(Ctx& c, const std::string& x, const std::string& idx, const std::string& src, int64_t axis,
+                          int r, DType t, bool mul) {
+  c.b.require(11, "scatter with a reduction before opset 16 (Range)");
+  std::string len = c.b.dim(x, axis);
+  std::string mask = c.b.op1("Equal", {c.b.unsqueeze(idx, {r}), c.b.op1("Range", {c.b.i64(0), len, c.b.i64(1)})});
+  std::string filled = c.b.op1("Where", {mask, c.b.unsqueeze(src, {r}), c.b.scalar(mul ? 1 : 0, t)});
+  std::string red = c.b.reduce(mul ? "ReduceProd" : "ReduceSum", filled, {axis}, true);
+  std::vector<int64_t> perm;
+  for (int i = 0; i <= r; ++i) perm.push_back(i);
+  std::swap(perm[static_cast<size_t>(axis)], perm[static_cast<size_t>(r)]);
+  red = c.b.squeeze(c.b.transpose(red, perm), {r});
+  // Other dims of index may be shorter than x's: the rest takes the identity.
+  std::string pads_end = c.b.op1("Sub", {c.b.shape_of(x), c.b.shape_of(red)});
+  std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), pads_end}, 0);
+  red = c.b.op1("Pad", {red, pads, c.b.scalar(mul ? 1 : 0, t)}, {Attribute::make_string("mode", "constant")});
+  return c.b.op1(mul ? "Mul" : "Add", {x, red});
+}
+
 void scatter(Ctx& c, const TNode* n, const std::string& reduction) {
-  if (!reduction.empty()) c.b.require(16, "ScatterElements with reduction");
   DType t = c.out_dtype(n);
   int64_t axis = norm_axis(c.i(n, 1), c.rank(n, 0));
   std::string idx = c.t_as(n, 2, DType::Int64);
@@ -78,7 +98,10 @@ void scatter(Ctx& c, const TNode* n, const std::string& reduction) {
   if (n->inputs().size() > 4 && !c.is_none(n, 4)) {
     red = c.str(n, 4);
     if (red == "multiply") red = "mul";
-    c.b.require(16, "scatter with reduce");
+  }
+  if (!red.empty() && c.b.opset() < 16) {
+    if (red != "add" && red != "mul") throw UnsupportedError("scatter with reduce='" + red + "'");
+    return c.out(n, dense_scatter(c, c.t_as(n, 0, t), idx, src, axis, c.rank(n, 0), t, red == "mul"));
   }
   std::vector<Attribute> attrs{Attribute::make_int("axis", axis)};
   if (!red.empty()) attrs.push_back(Attribute::make_string("reduction", red));
@@ -434,10 +457,21 @@ void index_put(Ctx& c, const TNode* n) {
   std::string tail = c.b.slice(c.b.shape_of(x), {1}, {r}, {0});
   std::string upd = c.b.op1("Expand", {v, c.b.concat({ishape, tail}, 0)});
   std::vector<Attribute> attrs;
-  if (acc) {
-    c.b.require(16, "index_put with accumulate");
-    attrs.push_back(Attribute::make_string("reduction", "add"));
+  if (acc && c.b.opset() < 16) {
+    // Duplicates accumulate: each row p of x gains the sum of the values whose index is p.
+    std::string len = c.b.dim(x, 0);
+    std::string flat_i = c.b.reshape(i, {-1});
+    flat_i = c.b.op1("Add", {flat_i, c.b.op1("Mul", {c.b.cast(c.b.op1("Less", {flat_i, c.b.i64(0)}), DType::Int64), len})});
+    std::string flat_u = c.b.op1("Reshape", {upd, c.b.concat({c.b.i64s({-1}), tail}, 0)});  // [K, tail...]
+    std::string mask = c.b.op1("Equal", {c.b.unsqueeze(flat_i, {1}), c.b.op1("Range", {c.b.i64(0), len, c.b.i64(1)})});
+    std::vector<int64_t> ones;
+    for (int k = 2; k <= r; ++k) ones.push_back(k);
+    if (!ones.empty()) mask = c.b.unsqueeze(mask, ones);  // [K, L, 1...]
+    DType t = c.dtype_of(c.in(n, 0));
+    std::string filled = c.b.op1("Where", {mask, c.b.unsqueeze(flat_u, {1}), c.b.scalar(0, t)});
+    return c.out(n, c.b.op1("Add", {x, c.b.reduce("ReduceSum", filled, {0}, false)}));
   }
+  if (acc) attrs.push_back(Attribute::make_string("reduction", "add"));
   c.out(n, c.b.op1("ScatterND", {x, c.b.unsqueeze(i, {-1}), upd}, attrs));
 }
 
