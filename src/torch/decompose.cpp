@@ -357,6 +357,71 @@ def spherical_bessel_j0(self: Tensor) -> Tensor:
     r = torch.where(x == 0, torch.ones_like(x), torch.sin(x) / x)
     return torch.where(torch.isinf(x), torch.zeros_like(x), r).to(_float_type(self))
 
+# Small dense linear algebra (square matrices whose size is known when converting; the loops unroll
+# over it): Gauss-Jordan elimination with partial pivoting, as LAPACK's getrf pivots, and the
+# Cholesky-Banachiewicz column order.
+
+def _gauss_jordan(A: Tensor, B: Tensor) -> Tensor:
+    n = A.size(-1)
+    M = torch.cat([A, B], -1)
+    ar = torch.arange(n)
+    for i in range(n):
+        col = torch.abs(M[..., :, i])
+        col = torch.where(ar >= i, col, torch.full_like(col, -1.0))
+        p = torch.argmax(col, -1, keepdim=True)
+        perm = torch.where(ar == i, p, torch.where(ar == p, torch.full_like(p, i), ar))
+        M = torch.gather(M, -2, perm.unsqueeze(-1).expand_as(M))
+        piv = M[..., i:i + 1, :] / M[..., i:i + 1, i:i + 1]
+        M = M - M[..., :, i:i + 1] * piv
+        M = torch.where((ar == i).unsqueeze(-1), piv, M)
+    return M[..., :, n:]
+
+def inv(A: Tensor) -> Tensor:
+    return _gauss_jordan(A, torch.eye(A.size(-1), dtype=A.dtype).expand_as(A))
+
+def inv_ex(A: Tensor, check_errors: bool):
+    return inv(A), torch.zeros(A.shape[:-2], dtype=3)
+
+def _solve_left(A: Tensor, B: Tensor) -> Tensor:
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
+    b = B.unsqueeze(-1) if vector else B
+    a = A + torch.zeros_like(b[..., :1, :1])
+    b = b + torch.zeros_like(A[..., :1, :1])
+    x = _gauss_jordan(a, b)
+    return x.squeeze(-1) if vector else x
+
+def solve(A: Tensor, B: Tensor, left: bool) -> Tensor:
+    if not left:
+        return _solve_left(A.transpose(-2, -1), B.transpose(-2, -1)).transpose(-2, -1)
+    return _solve_left(A, B)
+
+def solve_ex(A: Tensor, B: Tensor, left: bool, check_errors: bool):
+    x = solve(A, B, left)
+    return x, torch.zeros(A.shape[:-2], dtype=3)
+
+def cholesky(A: Tensor, upper: bool) -> Tensor:
+    n = A.size(-1)
+    ar = torch.arange(n)
+    L = torch.zeros_like(A)
+    for j in range(n):
+        d = torch.sqrt(A[..., j, j] - (L[..., j, :j] * L[..., j, :j]).sum(-1))
+        col = (A[..., :, j] - (L[..., :, :j] * L[..., j:j + 1, :j]).sum(-1)) / d.unsqueeze(-1)
+        col = torch.where(ar == j, d.unsqueeze(-1), torch.where(ar > j, col, torch.zeros_like(col)))
+        L = torch.where(ar == j, col.unsqueeze(-1), L)
+    return L.transpose(-2, -1) if upper else L
+
+def cholesky_ex(A: Tensor, upper: bool, check_errors: bool):
+    return cholesky(A, upper), torch.zeros(A.shape[:-2], dtype=3)
+
+def matrix_power(A: Tensor, k: int) -> Tensor:
+    if k == 0:
+        return torch.eye(A.size(-1), dtype=A.dtype).expand_as(A).clone()
+    base = inv(A) if k < 0 else A
+    r = base
+    for _ in range(abs(k) - 1):
+        r = torch.matmul(r, base)
+    return r
+
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float, reduction: int) -> Tensor:
     dim = input1.dim() - 1
     eps = 1e-12
@@ -492,6 +557,18 @@ const Rule kRules[] = {
     {"aten::special_i1e(Tensor self) -> Tensor", "i1e"},
     {"aten::special_log_ndtr(Tensor self) -> Tensor", "log_ndtr"},
     {"aten::special_spherical_bessel_j0(Tensor x) -> Tensor", "spherical_bessel_j0"},
+    {"aten::linalg_inv(Tensor A) -> Tensor", "inv"},
+    {"aten::inverse(Tensor self) -> Tensor", "inv"},
+    {"aten::linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)", "inv_ex"},
+    {"aten::linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor", "solve"},
+    {"aten::linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)",
+     "solve_ex"},
+    {"aten::linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor", "cholesky"},
+    {"aten::cholesky(Tensor self, bool upper=False) -> Tensor", "cholesky"},
+    {"aten::linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)",
+     "cholesky_ex"},
+    {"aten::linalg_matrix_power(Tensor self, int n) -> Tensor", "matrix_power"},
+    {"aten::matrix_power(Tensor self, int n) -> Tensor", "matrix_power"},
     {"aten::select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor", "select_scatter"},
     {"aten::slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor",
      "slice_scatter"},

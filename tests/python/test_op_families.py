@@ -213,3 +213,23 @@ def test_accumulating_scatters_before_opset_16(tmp_path, opset):
     idx = torch.tensor([[0, 0, 2], [1, 1, 1], [4, 0, 4], [3, 3, 3]])
     rows = torch.tensor([1, -1, 1, 0, 3])
     check(M(), (x, idx, torch.randn(4, 3), rows, torch.randn(5, 5)), tmp_path / "m.onnx", opset_version=opset)
+
+
+class SmallLinalg(torch.nn.Module):
+    def forward(self, a, b, v):
+        spd = a @ a.mT + 4 * torch.eye(4)
+        return (torch.linalg.inv(a), torch.inverse(a), torch.linalg.solve(a, b), torch.linalg.solve(a, v),
+                torch.linalg.solve(a, b.mT, left=False), torch.linalg.cholesky(spd), torch.linalg.cholesky(spd, upper=True),
+                torch.linalg.matrix_power(a, 3), torch.linalg.matrix_power(a, -2), torch.linalg.matrix_power(a, 0),
+                torch.linalg.inv_ex(a)[0])
+
+
+def test_small_linear_algebra(tmp_path):
+    # A dynamic batch of 4x4 systems; the first matrix needs a row exchange (zero pivot).
+    torch.manual_seed(0)
+    a = torch.randn(3, 4, 4)
+    a[0, 0, 0] = 0.0
+    args = (a, torch.randn(3, 4, 2), torch.randn(3, 4))
+    others = [(torch.randn(5, 4, 4), torch.randn(5, 4, 2), torch.randn(5, 4))]
+    check(SmallLinalg(), args, tmp_path / "m.onnx", others=others, opset_version=17, rtol=1e-4, atol=1e-4,
+          input_names=["a", "b", "v"], dynamic_axes={"a": {0: "n"}, "b": {0: "n"}, "v": {0: "n"}})
