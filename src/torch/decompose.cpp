@@ -422,6 +422,27 @@ def matrix_power(A: Tensor, k: int) -> Tensor:
         r = torch.matmul(r, base)
     return r
 
+def unique_consecutive(self: Tensor, return_inverse: bool, return_counts: bool, dim: Optional[int]):
+    # dim=None only (the rule requires it): runs of equal values in the flattened tensor.
+    flat = self.flatten()
+    keep = torch.cat([torch.ones([1], dtype=11), flat[1:] != flat[:-1]])
+    values = flat[keep]
+    inverse = (torch.cumsum(keep.to(4), 0) - 1).reshape(self.shape) if return_inverse else torch.zeros([0], dtype=4)
+    if return_counts:
+        pos = torch.nonzero(keep).flatten()
+        counts = torch.diff(torch.cat([pos, torch.full([1], flat.size(0), dtype=4)]))
+    else:
+        counts = torch.zeros([0], dtype=4)
+    return values, inverse, counts
+
+def bincount(self: Tensor, weights: Optional[Tensor], minlength: int) -> Tensor:
+    size = torch.clamp(self.max() + 1, min=minlength)
+    hit = self.unsqueeze(1) == torch.arange(size)
+    if weights is None:
+        return hit.to(4).sum(0)
+    w = weights.to(7) if not weights.is_floating_point() else weights
+    return (hit.to(w.dtype) * w.unsqueeze(1)).sum(0).to(7 if not weights.is_floating_point() else weights.dtype)
+
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float, reduction: int) -> Tensor:
     dim = input1.dim() - 1
     eps = 1e-12
@@ -569,6 +590,9 @@ const Rule kRules[] = {
      "cholesky_ex"},
     {"aten::linalg_matrix_power(Tensor self, int n) -> Tensor", "matrix_power"},
     {"aten::matrix_power(Tensor self, int n) -> Tensor", "matrix_power"},
+    {"aten::unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)",
+     "unique_consecutive"},
+    {"aten::bincount(Tensor self, Tensor? weights=None, int minlength=0) -> Tensor", "bincount"},
     {"aten::select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor", "select_scatter"},
     {"aten::slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor",
      "slice_scatter"},
@@ -633,6 +657,10 @@ int decompose_ops(tj::Graph& g) {
         return t && t->scalarType() && c10::isComplexType(*t->scalarType());
       });
       if (complex_in) break;
+      // unique_consecutive along a dim is not this rewrite.
+      if (schema.name() == "aten::unique_consecutive" && n->inputs().size() > 3 &&
+          n->input(3)->type()->kind() != c10::TypeKind::NoneType)
+        break;
       tj::Node* before = n->prev();
       std::vector<tj::Value*> outs;
       {

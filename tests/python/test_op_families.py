@@ -233,3 +233,14 @@ def test_small_linear_algebra(tmp_path):
     others = [(torch.randn(5, 4, 4), torch.randn(5, 4, 2), torch.randn(5, 4))]
     check(SmallLinalg(), args, tmp_path / "m.onnx", others=others, opset_version=17, rtol=1e-4, atol=1e-4,
           input_names=["a", "b", "v"], dynamic_axes={"a": {0: "n"}, "b": {0: "n"}, "v": {0: "n"}})
+
+
+def test_unique_consecutive_and_bincount(tmp_path):
+    class M(torch.nn.Module):
+        def forward(self, x, w):
+            v, inv, cnt = torch.unique_consecutive(x, return_inverse=True, return_counts=True)
+            return v, inv, cnt, torch.bincount(x.flatten()), torch.bincount(x.flatten(), w, minlength=12)
+
+    x = torch.tensor([[1, 1, 2, 2], [3, 1, 1, 5]])
+    check(M(), (x, torch.rand(8)), tmp_path / "m.onnx", others=[(torch.tensor([[0, 0, 0, 9], [9, 2, 2, 2]]), torch.rand(8))],
+          opset_version=17)
