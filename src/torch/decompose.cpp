@@ -443,6 +443,43 @@ def bincount(self: Tensor, weights: Optional[Tensor], minlength: int) -> Tensor:
     w = weights.to(7) if not weights.is_floating_point() else weights
     return (hit.to(w.dtype) * w.unsqueeze(1)).sum(0).to(7 if not weights.is_floating_point() else weights.dtype)
 
+def block_diag(tensors: List[Tensor]) -> Tensor:
+    mats: List[Tensor] = []
+    for t in tensors:
+        if t.dim() == 0:
+            mats.append(t.reshape([1, 1]))
+        elif t.dim() == 1:
+            mats.append(t.reshape([1, -1]))
+        else:
+            mats.append(t)
+    cols = 0
+    for m in mats:
+        cols += m.size(1)
+    rows: List[Tensor] = []
+    left = 0
+    for m in mats:
+        rows.append(torch.constant_pad_nd(m, [left, cols - left - m.size(1)], 0.0))
+        left += m.size(1)
+    return torch.cat(rows, 0)
+
+def combinations(self: Tensor, r: int, with_replacement: bool) -> Tensor:
+    if r == 0:
+        return torch.zeros([0], dtype=self.dtype)
+    if r == 1:
+        return self.unsqueeze(1)
+    ar = torch.arange(self.size(0))
+    axes: List[Tensor] = []
+    for _ in range(r):
+        axes.append(ar)
+    grids = torch.meshgrid(axes, indexing="ij")
+    keep = torch.ones_like(grids[0], dtype=11)
+    for k in range(r - 1):
+        keep = keep & ((grids[k] <= grids[k + 1]) if with_replacement else (grids[k] < grids[k + 1]))
+    cols: List[Tensor] = []
+    for g in grids:
+        cols.append(self[g[keep]])
+    return torch.stack(cols, 1)
+
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float, reduction: int) -> Tensor:
     dim = input1.dim() - 1
     eps = 1e-12
@@ -593,6 +630,8 @@ const Rule kRules[] = {
     {"aten::unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)",
      "unique_consecutive"},
     {"aten::bincount(Tensor self, Tensor? weights=None, int minlength=0) -> Tensor", "bincount"},
+    {"aten::block_diag(Tensor[] tensors) -> Tensor", "block_diag"},
+    {"aten::combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor", "combinations"},
     {"aten::select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor", "select_scatter"},
     {"aten::slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor",
      "slice_scatter"},

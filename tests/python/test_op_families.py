@@ -244,3 +244,12 @@ def test_unique_consecutive_and_bincount(tmp_path):
     x = torch.tensor([[1, 1, 2, 2], [3, 1, 1, 5]])
     check(M(), (x, torch.rand(8)), tmp_path / "m.onnx", others=[(torch.tensor([[0, 0, 0, 9], [9, 2, 2, 2]]), torch.rand(8))],
           opset_version=17)
+
+
+def test_block_diag_and_combinations(tmp_path):
+    class M(torch.nn.Module):
+        def forward(self, a, b, v):
+            return (torch.block_diag(a, b, v, torch.tensor(5.0)), torch.combinations(v), torch.combinations(v, 3),
+                    torch.combinations(v, 2, with_replacement=True), torch.combinations(v, 1))
+
+    check(M(), (torch.randn(2, 3), torch.randn(3, 1), torch.arange(4.0)), tmp_path / "m.onnx", opset_version=17)
