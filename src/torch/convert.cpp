@@ -482,6 +482,77 @@ ConvertOptions with_data_specs(const ConvertOptions& opts) {
   return o;
 }
 
+// Ops whose output sizes follow the values of their inputs (how many elements are nonzero, which
+// boxes survive NMS). Profiling on one set of values sees one count and would fix it; a run on
+// other values of the same sizes shows it varies.
+bool has_value_dependent_sizes(tj::Block* b, const Profile& p) {
+  static const std::set<std::string> kinds{
+      "aten::nonzero",        "aten::nonzero_numpy", "aten::argwhere",  "aten::masked_select",
+      "aten::unique",         "aten::_unique",       "aten::_unique2",  "aten::unique_dim",
+      "aten::unique_consecutive", "torchvision::nms", "aten::bincount", "aten::repeat_interleave"};
+  for (tj::Node* n : b->nodes()) {
+    std::string k = n->kind().toQualString();
+    if (kinds.count(k) || (k == "aten::where" && n->inputs().size() == 1)) return true;
+    if (k == "aten::index" && n->inputs().size() == 2)  // a boolean mask among the indices
+      if (const Observed* o = p.get(n->input(1)))
+        for (const Observed& e : o->elems)
+          if (e.kind == Observed::Kind::Tensor && (e.dtype == DType::Bool || e.dtype == DType::UInt8)) return true;
+    for (tj::Block* sub : n->blocks())
+      if (has_value_dependent_sizes(sub, p)) return true;
+  }
+  return false;
+}
+
+// The same inputs with other values of the same sizes and types: floats drawn with each tensor's
+// mean and spread, integers within each tensor's range, booleans with its share of trues.
+c10::IValue other_values(const c10::IValue& v) {
+  if (v.isTensor()) {
+    at::Tensor t = v.toTensor();
+    if (t.numel() == 0) return t;
+    if (t.scalar_type() == at::kBool) {
+      double share = t.to(at::kDouble).mean().item<double>();
+      return at::rand(t.sizes(), at::TensorOptions().dtype(at::kDouble)) < share;
+    }
+    if (at::isFloatingType(t.scalar_type())) {
+      at::Tensor d = t.to(at::kDouble);
+      at::Tensor finite = d.masked_select(at::isfinite(d));
+      if (finite.numel() == 0) return t;
+      double mean = finite.mean().item<double>();
+      double sd = finite.numel() > 1 ? finite.std().item<double>() : 0.0;
+      if (!(sd > 0)) return t;
+      return (at::randn(t.sizes(), at::TensorOptions().dtype(at::kDouble)) * sd + mean).to(t.scalar_type());
+    }
+    if (at::isIntegralType(t.scalar_type(), false)) {
+      int64_t lo = t.min().item<int64_t>(), hi = t.max().item<int64_t>();
+      if (lo == hi) return t;
+      return at::randint(lo, hi + 1, t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
+    }
+    return t;
+  }
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : v.toTensorList()) out.push_back(other_values(t).toTensor());
+    return out;
+  }
+  if (v.isList()) {
+    c10::impl::GenericList out(v.toList().elementType());
+    for (const c10::IValue& e : v.toList()) out.push_back(other_values(e));
+    return out;
+  }
+  if (v.isTuple()) {
+    std::vector<c10::IValue> items;
+    for (const c10::IValue& e : v.toTupleRef().elements()) items.push_back(other_values(e));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  if (v.isGenericDict()) {
+    auto d = v.toGenericDict();
+    c10::impl::GenericDict out(d.keyType(), d.valueType());
+    for (const auto& e : d) out.insert(e.key(), other_values(e.value()));
+    return out;
+  }
+  return v;
+}
+
 }  // namespace
 
 ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptions& given) {
@@ -615,6 +686,18 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
       warn("the model fails at other sizes along the --dynamic axes (" + std::string(failure->what()) +
            "); shapes were learned from the example inputs alone, so a size the model computes may be fixed in "
            "the ONNX model: check the sizes you will use with 'torch2onnx verify --samples N' (or --data)");
+  }
+
+  // Sizes that follow values: one more run on other values of the same sizes (a model that wants
+  // particular values fails it and leaves no observations).
+  if (has_value_dependent_sizes(g.block(), profile)) {
+    at::manual_seed(2);
+    tj::Stack run3;
+    for (const c10::IValue& v : run1) run3.push_back(other_values(v));
+    try {
+      profile_run(run3, flat, true);
+    } catch (const Error&) {
+    }
   }
 
   Model& model = result.model;

@@ -679,6 +679,17 @@ void adopt_origin(tj::Node* first, tj::Node* end, tj::Node* from) {
 
 }  // namespace
 
+std::vector<std::string> decomposed_ops() {
+  std::vector<std::string> r;
+  for (const Rule& rule : kRules) {
+    std::string name = rule.schema;
+    name = name.substr(0, name.find_first_of(".("));
+    if (std::find(r.begin(), r.end(), name) == r.end()) r.push_back(name);
+  }
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
 int decompose_ops(tj::Graph& g) {
   const Compiled& c = compiled();
   std::vector<tj::Node*> nodes;

@@ -28,7 +28,7 @@ def main():
     ours = {}
     for line in subprocess.run([args.list_ops], capture_output=True, text=True, check=True).stdout.splitlines():
         op, opset = line.split("\t")
-        ours[op] = int(opset)
+        ours[op] = opset  # the minimum opset, or "rewritten" (into other ops before conversion)
     sym = set(torch_onnx_aten_symbolics())
     res = json.load(open(args.results))
     tag = f"opset{args.opset}"
@@ -73,7 +73,7 @@ def main():
         return f"{p[0]}/{p[1]}" if p[1] else "-"
     for op in names:
         d = per_op.get(op)
-        conv = f"yes ({ours[op]})" if op in ours else "no"
+        conv = ("yes (rewritten into other ops)" if ours[op] == "rewritten" else f"yes ({ours[op]})") if op in ours else "no"
         ents = ", ".join(sorted(d["entries"]))[:80] if d else "-"
         L.append(f"| `{op}` | {conv} | {'yes' if op in sym else 'no'} | {ents or '-'} | "
                  f"{frac(d['ort']) if d else '-'} | {frac(d['runtime']) if d else '-'} | "

@@ -300,8 +300,12 @@ void cat(Ctx& c, const TNode* n) {
 // quantized::sigmoid / hardswish (qx, scale, zero_point); leaky_relu (qx, slope, inplace, scale, zero_point)
 void sigmoid(Ctx& c, const TNode* n) { out_quantized(c, n, c.b.op1("Sigmoid", {float_in(c, n, 0)}), 1, 2, c.in(n, 0)); }
 void hardswish(Ctx& c, const TNode* n) {
-  c.b.require(14, "quantized::hardswish (HardSwish)");
-  out_quantized(c, n, c.b.op1("HardSwish", {float_in(c, n, 0)}), 1, 2, c.in(n, 0));
+  std::string x = float_in(c, n, 0);
+  // HardSwish from opset 14; before, x * HardSigmoid(x) with torch's 1/6 and 1/2.
+  std::string y = c.b.opset() >= 14 ? c.b.op1("HardSwish", {x})
+                                    : c.b.op1("Mul", {x, c.b.op1("HardSigmoid", {x}, {Attribute::make_float("alpha", 1.0f / 6),
+                                                                                      Attribute::make_float("beta", 0.5f)})});
+  out_quantized(c, n, y, 1, 2, c.in(n, 0));
 }
 void leaky_relu(Ctx& c, const TNode* n) {
   std::string y = c.b.op1("LeakyRelu", {float_in(c, n, 0)}, {Attribute::make_float("alpha", static_cast<float>(c.f(n, 1)))});
@@ -393,7 +397,7 @@ void register_quantized_ops(OpTable& t) {
   t["quantized::mul_scalar_relu"] = {[](Ctx& c, const TNode* n) { binary_scalar(c, n, "Mul", true); }, 10};
   t["quantized::cat"] = {cat, 10};
   t["quantized::sigmoid"] = {sigmoid, 10};
-  t["quantized::hardswish"] = {hardswish, 14};
+  t["quantized::hardswish"] = {hardswish};
   t["quantized::leaky_relu"] = {leaky_relu, 10};
   t["quantized::layer_norm"] = {layer_norm, 10};
   t["quantized::group_norm"] = {group_norm, 10};
