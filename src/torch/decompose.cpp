@@ -691,9 +691,15 @@ std::vector<std::string> decomposed_ops() {
 }
 
 int decompose_ops(tj::Graph& g) {
-  const Compiled& c = compiled();
   std::vector<tj::Node*> nodes;
   collect(g.block(), nodes);
+  // Compiling the functions takes a moment: only when some node may need one.
+  static const std::vector<std::string> names = decomposed_ops();
+  if (std::none_of(nodes.begin(), nodes.end(), [](const tj::Node* n) {
+        return std::binary_search(names.begin(), names.end(), std::string(n->kind().toQualString()));
+      }))
+    return 0;
+  const Compiled& c = compiled();
   int count = 0;
   for (tj::Node* n : nodes) {
     for (const auto& [schema, fg] : c.rules) {
