@@ -740,10 +740,29 @@ void Ctx::write_through(const TNode* writer, const TValue* view) {
       nv = b.op1("Reshape", {upd, b.shape_of(tensor(bv))});
     } else if (kind == "aten::transpose" || kind == "aten::permute" || kind == "aten::t" ||
                kind == "aten::swapaxes" || kind == "aten::movedim") {
-      if (kind == "aten::movedim") break;
       std::vector<int64_t> perm(static_cast<size_t>(r));
       for (int i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = i;
-      if (kind == "aten::permute") {
+      if (kind == "aten::movedim") {
+        // Output dim dst[k] is input dim src[k]; the others keep their order.
+        const TV &sv = get(p->input(1)), &dv = get(p->input(2));
+        if (!sv.is_const() || !dv.is_const())
+          throw UnsupportedError(std::string(writer->kind().toQualString()) + " writing through movedim with computed dims");
+        std::vector<int64_t> src = sv.c.isInt() ? std::vector<int64_t>{sv.c.toInt()} : sv.c.toIntVector();
+        std::vector<int64_t> dst = dv.c.isInt() ? std::vector<int64_t>{dv.c.toInt()} : dv.c.toIntVector();
+        std::vector<int64_t> m(static_cast<size_t>(r), -1);
+        std::vector<bool> taken(static_cast<size_t>(r), false);
+        for (size_t k = 0; k < src.size() && k < dst.size(); ++k) {
+          m[static_cast<size_t>(norm_axis(dst[k], r))] = norm_axis(src[k], r);
+          taken[static_cast<size_t>(norm_axis(src[k], r))] = true;
+        }
+        int64_t next = 0;
+        for (auto& d : m) {
+          if (d >= 0) continue;
+          while (taken[static_cast<size_t>(next)]) ++next;
+          d = next++;
+        }
+        perm = m;
+      } else if (kind == "aten::permute") {
         perm = get(p->input(1)).is_const() ? get(p->input(1)).c.toIntVector() : std::vector<int64_t>{};
         if (perm.size() != static_cast<size_t>(r)) break;
         for (auto& a : perm) a = norm_axis(a, r);

@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import torch2onnx
 from test_model_forms import check
 
 
@@ -253,3 +254,24 @@ def test_block_diag_and_combinations(tmp_path):
                     torch.combinations(v, 2, with_replacement=True), torch.combinations(v, 1))
 
     check(M(), (torch.randn(2, 3), torch.randn(3, 1), torch.arange(4.0)), tmp_path / "m.onnx", opset_version=17)
+
+
+def test_writes_through_movedim_and_refused_views(tmp_path):
+    class Moved(torch.nn.Module):
+        def forward(self, x):
+            y = x.clone()
+            y.movedim(0, 2)[1:, 0] = 5.0
+            z = x.clone()
+            torch.movedim(z, (0, 1), (2, 0)).mul_(2)
+            return y, z
+
+    check(Moved(), (torch.randn(2, 3, 4),), tmp_path / "m.onnx", opset_version=17)
+
+    class Unfolded(torch.nn.Module):  # a write through unfold's windows: refused, not lost
+        def forward(self, x):
+            y = x.clone()
+            y.unfold(0, 2, 2).mul_(3)
+            return y
+
+    with pytest.raises(torch2onnx.UnsupportedError, match="unfold"):
+        torch2onnx.export(Unfolded(), (torch.randn(6),), tmp_path / "u.onnx", opset_version=17)
