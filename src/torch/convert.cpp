@@ -678,6 +678,44 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
           }
       resized_runs(same, {Resize::PlusOne, Resize::Doubled});
     }
+    if (!any) {
+      // Some axes cannot change at all (channels marked dynamic with the rest, as torch.onnx's
+      // list form invites): each group of equal-sized axes is tried alone, the others kept; the
+      // groups that may change are learned, the others stay the example's size.
+      std::set<int64_t> sizes;
+      for (const DynamicSpec& ds : opts.dynamic)
+        if (const InputSpec* s = find_spec(opts, ds.input))
+          for (const auto& [axis, label] : ds.axes) {
+            int a = axis < 0 ? axis + static_cast<int>(s->dims.size()) : axis;
+            if (a >= 0 && a < static_cast<int>(s->dims.size())) sizes.insert(s->dims[static_cast<size_t>(a)]);
+          }
+      std::vector<std::string> fixed;
+      for (int64_t size : sizes) {
+        ConvertOptions one = opts;
+        for (DynamicSpec& ds : one.dynamic) {
+          std::map<int, std::string> keep;
+          if (const InputSpec* s = find_spec(opts, ds.input))
+            for (const auto& [axis, label] : ds.axes) {
+              int a = axis < 0 ? axis + static_cast<int>(s->dims.size()) : axis;
+              if (a >= 0 && a < static_cast<int>(s->dims.size()) && s->dims[static_cast<size_t>(a)] == size)
+                keep[axis] = "\x01size" + std::to_string(size);
+            }
+          ds.axes = keep;
+        }
+        bool before = any;
+        any = false;
+        resized_runs(one, {Resize::PlusOne, Resize::Doubled});
+        if (!any) fixed.push_back(std::to_string(size));
+        any = any || before;
+      }
+      if (any && !fixed.empty()) {
+        std::string list;
+        for (const std::string& f : fixed) list += (list.empty() ? "" : ", ") + f;
+        warn("the model fails when the --dynamic axes of size " + list +
+             " change size; those axes were learned at their example sizes (sizes the model computes from them "
+             "stay fixed), the other dynamic axes at several sizes");
+      }
+    }
     // No resized run works (axes whose sizes must keep a relation the resizing breaks, such as
     // repeats of length 1 or of the input's length): the dims are learned from the example inputs
     // alone. The dynamic axes stay symbolic and the shape-generic converters compute sizes at run
