@@ -381,7 +381,7 @@ def prepare(model, args, kwargs, work_dir, script=False, numbers_as_inputs=True,
     if spectral:
         p.notes.append(f"spectral norm on {', '.join(spectral)}: each becomes one plain weight "
                        "(weight_orig / sigma from the stored u, v, as in eval mode)")
-    was_training = model.training
+    modes = _training_modes(model)
     model.train(training)
     try:
         if script:
@@ -396,7 +396,19 @@ def prepare(model, args, kwargs, work_dir, script=False, numbers_as_inputs=True,
             return _prepare_scripted(p, sm, args, kwargs, work_dir)
         return _prepare_traced(p, model, args, kwargs, work_dir)
     finally:
-        model.train(was_training)
+        _restore_training_modes(modes)
+
+
+def _training_modes(model):
+    """Each submodule's own training flag. model.train(x) sets them all, so restoring with
+    model.train(was_training) would put a model in train() whose submodules were in eval() into
+    training mode everywhere (dropout on in the user's next eager call)."""
+    return [(m, m.training) for m in model.modules()]
+
+
+def _restore_training_modes(modes):
+    for m, t in modes:
+        m.training = t
 
 
 def _prepare_traced(p, model, args, kwargs, work_dir):
@@ -475,12 +487,12 @@ def _prepare_scripted(p, sm, args, kwargs, work_dir, keep_file=False):
         keep_file = False
     if p.training and not sm.training:
         keep_file = False
-    was_training = sm.training
+    modes = _training_modes(sm)
     sm.train(p.training)
     try:
         return _save_scripted(p, sm, args, kwargs, work_dir, keep_file)
     finally:
-        sm.train(was_training)
+        _restore_training_modes(modes)
 
 
 def _save_scripted(p, sm, args, kwargs, work_dir, keep_file):

@@ -275,3 +275,14 @@ def test_writes_through_movedim_and_refused_views(tmp_path):
 
     with pytest.raises(torch2onnx.UnsupportedError, match="unfold"):
         torch2onnx.export(Unfolded(), (torch.randn(6),), tmp_path / "u.onnx", opset_version=17)
+
+
+def test_export_leaves_each_submodule_in_its_mode(tmp_path):
+    # A model in train() holding a submodule in eval(): export must not switch the submodule to
+    # training (model.train(was_training) would, and the user's next eager call would drop out).
+    for script in (False, True):
+        inner = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).eval()
+        outer = torch.nn.Sequential(inner, torch.nn.ReLU())
+        model = torch.jit.script(outer) if script else outer
+        torch2onnx.export(model, (torch.randn(2, 4),), tmp_path / "m.onnx", opset_version=17)
+        assert model.training and not model[0].training and not model[0][1].training
