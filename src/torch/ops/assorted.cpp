@@ -106,7 +106,12 @@ void numpy_t(Ctx& c, const TNode* n) { c.out(n, c.b.op1("Transpose", {c.t(n, 0)}
 void nonzero_numpy(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   if (r < 0) throw UnsupportedError("aten::nonzero_numpy of a tensor of unknown rank");
-  std::string nz = c.b.op1("NonZero", {c.t(n, 0)});
+  std::string x = c.t(n, 0);
+  if (r == 0) {  // a 0-d tensor counts as one element: one index tensor, [0] or []
+    x = c.b.reshape(x, {1});
+    r = 1;
+  }
+  std::string nz = c.b.op1("NonZero", {x});
   std::vector<std::string> parts;
   for (int d = 0; d < r; ++d) parts.push_back(c.b.squeeze(c.b.slice(nz, {d}, {d + 1}, {0}), {0}));
   set_tensor_list(c, n, parts, DType::Int64);

@@ -475,7 +475,15 @@ void index_put(Ctx& c, const TNode* n) {
   c.out(n, c.b.op1("ScatterND", {x, c.b.unsqueeze(i, {-1}), upd}, attrs));
 }
 
-void nonzero(Ctx& c, const TNode* n) { c.out(n, c.b.transpose(c.b.op1("NonZero", {c.t(n, 0)}), {1, 0})); }
+void nonzero(Ctx& c, const TNode* n) {
+  if (c.rank(n, 0) == 0) {  // [1, 0] when the element is nonzero, [0, 0] when not
+    std::string k = c.b.cast(c.b.op1("Not", {c.b.op1("Equal", {c.b.cast(c.t(n, 0), DType::Double), c.b.scalar(0, DType::Double)})}),
+                             DType::Int64);
+    std::string shape = c.b.concat({c.b.reshape(k, {1}), c.b.i64s({0})}, 0);
+    return c.out(n, c.b.op1("ConstantOfShape", {shape}, {Attribute::make_tensor("value", Tensor(DType::Int64, {1}))}));
+  }
+  c.out(n, c.b.transpose(c.b.op1("NonZero", {c.t(n, 0)}), {1, 0}));
+}
 
 }  // namespace
 
