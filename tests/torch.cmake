@@ -22,7 +22,7 @@ set_tests_properties(torch_interop PROPERTIES FIXTURES_REQUIRED torch_fixtures L
 # Full-size torchvision classification models through the CLI, checked in ONNX Runtime at batch 1 and 3
 # (a high COST starts them first under ctest -j). Registered only with the torch2onnx executable, which
 # the command names. torchvision_zoo: ten architectures of different families (about 8 minutes on 2
-# busy cores); torchvision_zoo_full (label slow): all 21 (about 20 minutes).
+# busy cores); torchvision_zoo_full (label slow): all 21 (about 10 minutes on 2 quiet cores).
 if(TARGET torch2onnx)
   add_test(NAME torchvision_zoo
            COMMAND ${T2O_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/torchvision_e2e.py $<TARGET_FILE:torch2onnx>
