@@ -52,24 +52,36 @@ void gather(Ctx& c, const TNode* n) {
 }
 
 // aten::scatter(x, dim, index, src|value[, reduce]) / scatter_add(x, dim, index, src)
-// Before opset 16 (no reduction in ScatterElements) scatter_add and scatter(reduce=...) add or
-// multiply densely: for each position p along `axis`, the src elements whose index is p, reduced
-// over `axis` ([..., L] mask beside src), then combined with x.
-std::string dense_scatter(Ctx& c, const std::string& x, const std::string& idx, const std::string& src, int64_t axis,
-                          int r, DType t, bool mul) {
+// Scatter with a reduction, densely (ScatterElements reduces only from opset 16, and never by max/min
+// before 18): for each position p along `axis` of x, the src elements whose index is p (a [..., L]
+// mask beside src) reduced over `axis` by `op`, shaped like x; positions no index names hold
+// `ident`. With `count`, also how many src elements reached each position.
+std::string reduce_at_positions(Ctx& c, const std::string& x, const std::string& idx, const std::string& src,
+                                int64_t axis, int r, DType t, const std::string& op, double ident,
+                                std::string* count = nullptr) {
   c.b.require(11, "scatter with a reduction before opset 16 (Range)");
   std::string len = c.b.dim(x, axis);
   std::string mask = c.b.op1("Equal", {c.b.unsqueeze(idx, {r}), c.b.op1("Range", {c.b.i64(0), len, c.b.i64(1)})});
-  std::string filled = c.b.op1("Where", {mask, c.b.unsqueeze(src, {r}), c.b.scalar(mul ? 1 : 0, t)});
-  std::string red = c.b.reduce(mul ? "ReduceProd" : "ReduceSum", filled, {axis}, true);
+  std::string filled = c.b.op1("Where", {mask, c.b.unsqueeze(src, {r}), c.b.scalar(ident, t)});
+  // Move the positions axis (last) into `axis`, drop the reduced one.
   std::vector<int64_t> perm;
   for (int i = 0; i <= r; ++i) perm.push_back(i);
   std::swap(perm[static_cast<size_t>(axis)], perm[static_cast<size_t>(r)]);
-  red = c.b.squeeze(c.b.transpose(red, perm), {r});
-  // Other dims of index may be shorter than x's: the rest takes the identity.
-  std::string pads_end = c.b.op1("Sub", {c.b.shape_of(x), c.b.shape_of(red)});
-  std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), pads_end}, 0);
-  red = c.b.op1("Pad", {red, pads, c.b.scalar(mul ? 1 : 0, t)}, {Attribute::make_string("mode", "constant")});
+  auto to_x = [&](const std::string& reduced, double fill) {
+    std::string v = c.b.squeeze(c.b.transpose(reduced, perm), {r});
+    // Dims other than `axis` may be shorter in index than in x: the rest takes `fill`.
+    std::string pads_end = c.b.op1("Sub", {c.b.shape_of(x), c.b.shape_of(v)});
+    std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), pads_end}, 0);
+    return c.b.op1("Pad", {v, pads, c.b.scalar(fill, t)}, {Attribute::make_string("mode", "constant")});
+  };
+  if (count) *count = to_x(c.b.reduce("ReduceSum", c.b.cast(mask, t), {axis}, true), 0);
+  return to_x(c.b.reduce(op, filled, {axis}, true), ident);
+}
+
+// Before opset 16, scatter_add and scatter(reduce=...) add or multiply densely.
+std::string dense_scatter(Ctx& c, const std::string& x, const std::string& idx, const std::string& src, int64_t axis,
+                          int r, DType t, bool mul) {
+  std::string red = reduce_at_positions(c, x, idx, src, axis, r, t, mul ? "ReduceProd" : "ReduceSum", mul ? 1 : 0);
   return c.b.op1(mul ? "Mul" : "Add", {x, red});
 }
 
@@ -164,28 +176,12 @@ void scatter_reduce(Ctx& c, const TNode* n) {
     }
   } else {
     c.b.require(11, "scatter_reduce (Range)");
-    // mask[..., p] = index[...] == p over the output positions p, src broadcast beside it.
-    std::string mask = c.b.op1("Equal", {c.b.unsqueeze(idx, {r}), c.b.op1("Range", {c.b.i64(0), len, c.b.i64(1)})});
-    std::string sv = c.b.unsqueeze(src, {r});
     double ident = reduce == "prod" ? 1.0 : reduce == "amax" ? -INFINITY : reduce == "amin" ? INFINITY : 0.0;
     if (!dtype_is_float(t) && std::isinf(ident))
       ident = ident > 0 ? static_cast<double>(INT32_MAX) : static_cast<double>(INT32_MIN);
-    std::string filled = c.b.op1("Where", {mask, sv, c.b.scalar(ident, t)});
     std::string op = reduce == "prod" ? "ReduceProd" : reduce == "amax" ? "ReduceMax" : reduce == "amin" ? "ReduceMin" : "ReduceSum";
     if (op == "ReduceSum" && reduce != "sum" && reduce != "mean") throw UnsupportedError("scatter_reduce with reduce='" + reduce + "'");
-    std::string red = c.b.reduce(op, filled, {axis}, true);                                   // [src..(1 at axis).., L]
-    std::string cnt = c.b.reduce("ReduceSum", c.b.cast(mask, t), {axis}, true);
-    // Move the positions axis (last) into `axis`, drop the reduced one.
-    std::vector<int64_t> perm;
-    for (int i = 0; i <= r; ++i) perm.push_back(i);
-    std::swap(perm[static_cast<size_t>(axis)], perm[static_cast<size_t>(r)]);
-    red = c.b.squeeze(c.b.transpose(red, perm), {r});
-    cnt = c.b.squeeze(c.b.transpose(cnt, perm), {r});
-    // Dims other than `axis` may be shorter than x's: pad with the identity (count 0).
-    std::string pads_end = c.b.op1("Sub", {c.b.shape_of(x), c.b.shape_of(red)});
-    std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), pads_end}, 0);
-    red = c.b.op1("Pad", {red, pads, c.b.scalar(ident, t)}, {Attribute::make_string("mode", "constant")});
-    count = c.b.op1("Pad", {cnt, pads, c.b.scalar(0, t)}, {Attribute::make_string("mode", "constant")});
+    std::string red = reduce_at_positions(c, x, idx, src, axis, r, t, op, ident, &count);
     std::string combined = red;
     if (include_self) {
       if (reduce == "prod") combined = c.b.op1("Mul", {x, red});
