@@ -11,6 +11,13 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// Element count of a profiled shape, -1 when a dim is dynamic (the length of the flattened tensor).
+int64_t flat_length(const std::vector<int64_t>& shape) {
+  int64_t numel = 1;
+  for (int64_t d : shape) numel = d < 0 || numel < 0 ? -1 : numel * d;
+  return numel;
+}
+
 // x with NaN replaced by +inf (so that a sort puts them last), and whether each element was NaN
 // ("" for integer types, which have none).
 std::pair<std::string, std::string> nan_last(Ctx& c, const std::string& x, DType t) {
@@ -81,8 +88,7 @@ void median(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   std::string x = c.t(n, 0);
   if (n->outputs().size() == 1) {
-    int64_t numel = 1;
-    for (int64_t d : c.shape(n, 0)) numel = d < 0 || numel < 0 ? -1 : numel * d;
+    int64_t numel = flat_length(c.shape(n, 0));
     std::string flat = c.b.reshape(x, {-1});
     auto [v, i] = kth_along(c, flat, t, {numel}, 0, median_k(c, flat, {numel}, 0), false, true);
     return c.out(n, v);
@@ -103,8 +109,7 @@ void nanmedian(Ctx& c, const TNode* n) {
   int64_t axis = 0;
   bool keep = false;
   if (n->outputs().size() == 1) {
-    int64_t numel = 1;
-    for (int64_t d : shape) numel = d < 0 || numel < 0 ? -1 : numel * d;
+    int64_t numel = flat_length(shape);
     x = c.b.reshape(x, {-1});
     shape = {numel};
   } else {
@@ -167,8 +172,7 @@ void quantile(Ctx& c, const TNode* n, bool skip_nan) {
   if (const TV* iv = c.arg(n, "interpolation"); iv && iv->is_const() && iv->c.isString()) interp = iv->c.toStringRef();
   int64_t axis = 0;
   if (all_dims) {
-    int64_t numel = 1;
-    for (int64_t d : shape) numel = d < 0 || numel < 0 ? -1 : numel * d;
+    int64_t numel = flat_length(shape);
     x = c.b.reshape(x, {-1});
     shape = {numel};
   } else {
