@@ -24,7 +24,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-dev python3-pytest python3-yaml python3-torchaudio
   nodejs npm bc
-  graphviz
+  graphviz chromium python3-pil
   clang-14 libclang-rt-14-dev libomp-14-dev
 )
 

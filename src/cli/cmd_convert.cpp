@@ -70,6 +70,7 @@ void quantize_converted(Model& m, const ConvertArgs& a, const ConvertOptions& o)
   q.mode = a.quantize == "static" ? QuantMode::Static : QuantMode::Dynamic;
   q.per_channel = a.per_channel;
   q.warn = o.warn;
+  q.progress = o.progress;
   for (const auto& in : o.inputs) q.input_sizes[in.name] = in.dims;
   for (const auto& [name, t] : o.data) q.input_sizes[name] = t.dims();
   if (!a.calibrate.empty()) q.calibration = load_input_sets(m, a.calibrate);
@@ -105,6 +106,7 @@ int convert(const ConvertArgs& a) {
   }
   if (!a.output_names.empty()) o.output_names = split(a.output_names, ',');
   o.warn = [](const std::string& w) { print_warning(w); };
+  if (!a.quiet) o.progress = status_line();
   o.weights = a.weights;
   o.custom_ops = a.custom_ops;
   o.plugins = a.plugins;
@@ -148,7 +150,7 @@ int convert(const ConvertArgs& a) {
   if (!a.no_optimize && !a.training) {  // a training-mode export is random: nothing to prove passes on
     std::map<std::string, Dims> sizes;
     for (const auto& in : o.inputs) sizes[in.name] = in.dims;
-    OptimizeReport opt = optimize_converted(r.model, sizes, o.data, o.warn);
+    OptimizeReport opt = optimize_converted(r.model, sizes, o.data, o.warn, o.progress);
     if (page) add_optimize_content(*page, opt);
     for (const RemovedInput& gone : remove_unused_inputs(r.model, r.keep_inputs)) {
       std::string note = unused_input_note(gone.info.name);

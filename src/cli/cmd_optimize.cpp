@@ -64,6 +64,7 @@ int optimize_cmd(const OptimizeArgs& a) {
   o.samples = a.samples;
   o.threads = a.threads;
   o.warn = [](const std::string& w) { print_warning(w); };
+  if (!a.quiet) o.progress = status_line();
   int64_t t0 = now_ns();
   Model m = load_model(a.input);
   double load_ms = ms_since(t0);

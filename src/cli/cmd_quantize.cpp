@@ -118,6 +118,7 @@ int quantize_cmd(const QuantizeArgs& a) {
     o.input_sizes[in.name] = in.dims;
   }
   o.warn = [](const std::string& w) { print_warning(w); };
+  if (!a.quiet) o.progress = status_line();
   Model input = load_model(a.input);
   for (const auto& [name, dims] : o.input_sizes)
     if (!input.graph.find_input(name) || input.graph.find_initializer(name))

@@ -80,11 +80,9 @@ int verify(const VerifyArgs& a) {
 int run_verification(const std::string& pt, const std::string& onnx, VerifyOptions opts, const std::string& json_path,
                      HtmlReport* page) {
   if (!opts.warn) opts.warn = [](const std::string& w) { print_warning(w); };
-  if (stderr_is_tty())
-    opts.progress = [](int done, int total) {
-      if (done < total) std::fprintf(stderr, "\rverifying: sample %d/%d", done + 1, total);
-      else std::fprintf(stderr, "\r%40s\r", "");
-      std::fflush(stderr);
+  if (auto status = status_line())
+    opts.progress = [status](int done, int total) {
+      status(done < total ? "verifying: sample " + std::to_string(done + 1) + " of " + std::to_string(total) : "");
     };
   if (page) opts.locate = opts.all_nodes = true;
   int64_t t0 = now_ns();

@@ -22,5 +22,8 @@ Runner add_verify(CLI::App& app);
 void print_error(const std::string& msg, const std::string& hint = {});
 void print_warning(const std::string& msg);
 bool stderr_is_tty();
+// On a terminal: a callback that shows a status line on stderr, overwritten by the next one and
+// cleared by "" or by the next warning or error. Otherwise an empty function (nothing is shown).
+std::function<void(const std::string&)> status_line();
 
 }  // namespace t2o::cli

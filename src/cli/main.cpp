@@ -1,4 +1,5 @@
 // torch2onnx: convert TorchScript to ONNX, verify it, run it.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,12 +14,40 @@ namespace t2o::cli {
 
 bool stderr_is_tty() { return ::isatty(2) != 0; }
 
+namespace {
+bool status_shown = false;
+
+void clear_status() {
+  if (!status_shown) return;
+  std::fputs("\r\x1b[K", stderr);
+  status_shown = false;
+}
+}  // namespace
+
+std::function<void(const std::string&)> status_line() {
+  if (!stderr_is_tty()) return {};
+  return [](const std::string& s) {
+    if (s.empty()) return clear_status();
+    // One terminal line: a line that wraps cannot be overwritten with \r.
+    winsize ws{};
+    size_t width = ::ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : 79;
+    std::string line = s.size() > width ? s.substr(0, width) : s;
+    std::fprintf(stderr, "\r\x1b[K%s", line.c_str());
+    std::fflush(stderr);
+    status_shown = true;
+  };
+}
+
 void print_error(const std::string& msg, const std::string& hint) {
+  clear_status();
   std::fprintf(stderr, "error: %s\n", msg.c_str());
   if (!hint.empty()) std::fprintf(stderr, "hint: %s\n", hint.c_str());
 }
 
-void print_warning(const std::string& msg) { std::fprintf(stderr, "warning: %s\n", msg.c_str()); }
+void print_warning(const std::string& msg) {
+  clear_status();
+  std::fprintf(stderr, "warning: %s\n", msg.c_str());
+}
 
 }  // namespace t2o::cli
 

@@ -49,6 +49,7 @@ struct OptimizeOptions {
   uint64_t seed = 0;
   int threads = 0;                   // runtime threads for the proof runs (0: all cores)
   std::function<void(const std::string&)> warn;  // each warning as it happens
+  std::function<void(const std::string&)> progress;  // a status line per pass run and proof ("" when done)
 };
 
 struct PassStats {
@@ -86,7 +87,8 @@ OptimizeReport optimize(Model& m, const OptimizeOptions& opts);
 // converted sizes (and the --data values); a model that cannot be proven stays unoptimized.
 OptimizeReport optimize_converted(Model& m, const std::map<std::string, Dims>& input_sizes,
                                   const std::map<std::string, Tensor>& input_data,
-                                  const std::function<void(const std::string&)>& warn);
+                                  const std::function<void(const std::string&)>& warn,
+                                  const std::function<void(const std::string&)>& progress = {});
 
 // Graph inputs of static shape that nothing reads once the graph is optimized (an input only
 // read for its shape, now folded, or one the model ignores) are removed, as torch.onnx removes

@@ -45,7 +45,7 @@ struct PipelineRun {
 };
 
 PipelineRun run_pipeline(const Model& input, const std::vector<const Pass*>& pipeline, const std::set<size_t>& disabled,
-                         std::vector<PassStats>& stats) {
+                         std::vector<PassStats>& stats, const std::function<void(const std::string&)>& progress) {
   PipelineRun r;
   r.result = passes::deep_copy(input);
   r.snapshots.push_back(passes::deep_copy(input));
@@ -53,6 +53,9 @@ PipelineRun run_pipeline(const Model& input, const std::vector<const Pass*>& pip
     bool changed = false;
     for (size_t i = 0; i < pipeline.size(); ++i) {
       if (disabled.count(i)) continue;
+      if (progress)
+        progress("optimizing: round " + std::to_string(round + 1) + ", pass " + std::to_string(i + 1) + " of " +
+                 std::to_string(pipeline.size()) + " (" + pipeline[i]->name + ")");
       auto t0 = Clock::now();
       PassContext ctx(r.result);
       int n = pipeline[i]->run(r.result, ctx);
@@ -158,6 +161,7 @@ OptimizeReport optimize(Model& m, const OptimizeOptions& o) {
     rep.nodes_after = passes::count_nodes(m.graph);
     rep.initializer_bytes_after = passes::initializer_bytes(m.graph);
     rep.total_ms = ms_since(t_start);
+    if (o.progress) o.progress("");
     return rep;
   };
   if (pipeline.empty()) return finish();
@@ -165,6 +169,7 @@ OptimizeReport optimize(Model& m, const OptimizeOptions& o) {
   std::optional<passes::Prover> prover;
   if (o.verify) {
     auto t0 = Clock::now();
+    if (o.progress) o.progress("optimizing: running the model on its proof inputs");
     prover.emplace(m, o);
     rep.verify_ms += ms_since(t0);
     if (!prover->unusable().empty()) {
@@ -179,7 +184,8 @@ OptimizeReport optimize(Model& m, const OptimizeOptions& o) {
   std::set<size_t> disabled;
   while (true) {
     for (auto& s : rep.passes) s.runs = 0, s.rewrites = 0;
-    PipelineRun run = run_pipeline(m, pipeline, disabled, rep.passes);
+    PipelineRun run = run_pipeline(m, pipeline, disabled, rep.passes, o.progress);
+    if (o.progress && prover && !run.apps.empty()) o.progress("optimizing: proving the result on the runtime");
     Verdict final_verdict = run.apps.empty() ? Verdict{} : judge(run.result);
     if (final_verdict.ok) {
       m = std::move(run.result);
@@ -187,6 +193,7 @@ OptimizeReport optimize(Model& m, const OptimizeOptions& o) {
       return finish();
     }
     // The first application after which the model is no longer acceptable.
+    if (o.progress) o.progress("optimizing: a pass changed the outputs; finding which one");
     size_t lo = 0, hi = run.apps.size();  // snapshots[lo] is good, snapshots[hi] is bad
     Verdict bad = final_verdict;
     while (hi - lo > 1) {
@@ -235,12 +242,14 @@ OptimizeReport optimize(Model& m, const OptimizeOptions& o) {
 
 OptimizeReport optimize_converted(Model& m, const std::map<std::string, Dims>& input_sizes,
                                   const std::map<std::string, Tensor>& input_data,
-                                  const std::function<void(const std::string&)>& warn) {
+                                  const std::function<void(const std::string&)>& warn,
+                                  const std::function<void(const std::string&)>& progress) {
   OptimizeOptions o;
   o.verify = true;
   o.input_sizes = input_sizes;
   o.input_data = input_data;
   o.warn = warn;
+  o.progress = progress;
   return optimize(m, o);
 }
 

@@ -46,6 +46,8 @@ std::map<std::string, Range> calibrate(const Model& m, const std::vector<std::st
   so.threads = o.threads;
   Session s(m, so);
   for (size_t k = 0; k < sets.size(); ++k) {
+    if (o.progress)
+      o.progress("calibrating: set " + std::to_string(k + 1) + " of " + std::to_string(sets.size()));
     std::map<std::string, RValue> feed(sets[k].begin(), sets[k].end());
     std::map<std::string, RValue> all;
     try {
@@ -65,6 +67,7 @@ std::map<std::string, Range> calibrate(const Model& m, const std::vector<std::st
       if (v && v->is_tensor() && v->tensor.dtype() == DType::Float) observe(ob, v->tensor, percentile);
     }
   }
+  if (o.progress) o.progress("");
   std::map<std::string, Range> ranges;
   for (auto& [name, ob] : obs) {
     if (!(ob.lo <= ob.hi)) continue;  // never seen as a float tensor

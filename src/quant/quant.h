@@ -42,6 +42,7 @@ struct QuantizeOptions {
   uint64_t seed = 1;
   int threads = 0;                    // runtime threads for calibration (0: all cores)
   std::function<void(const std::string&)> warn;
+  std::function<void(const std::string&)> progress;  // a status line per calibration set ("" when done)
 };
 
 struct QuantizeResult {

@@ -567,6 +567,10 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   };
   register_custom_ops(opts.custom_ops, opts.plugins, opts.warn);
   install_cpu_fallbacks();
+  auto progress = [&](const std::string& s) {
+    if (opts.progress) opts.progress(s);
+  };
+  progress("loading " + pt_path);
   PreparedGraph prep = load_and_prepare(pt_path, warn, opts.weights, opts.training);
   auto& g = *prep.graph;
 
@@ -616,7 +620,11 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
            "real ones with --data NAME=FILE.npy";
   };
   Profile profile;
+  int profile_runs = 0;
   auto profile_run = [&](const tj::Stack& run, const std::vector<FlatInput>& fl, bool second) {
+    progress("learning shapes: " + std::string(second ? "run " + std::to_string(profile_runs + 1) + " (other sizes or values)"
+                                                       : "run 1 (the example inputs)"));
+    ++profile_runs;
     try {
       return profile.run(prep.graph, {run});
     } catch (const std::exception& e) {
@@ -750,6 +758,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   ctx.warn = warn;
   ctx.training = opts.training;
   bind_inputs(g, run1, flat, opts, ctx, model.graph);
+  progress("converting to ONNX");
   ctx.convert_block(g.block());
   add_custom_domains(model);
 
@@ -919,6 +928,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   for (const TNode* n : g.nodes())
     for (const TValue* v : n->outputs()) link(v, n->kind().toQualString(), Ctx::source_of(n));
   result.keep_inputs = inputs_torch_onnx_keeps(model.graph);
+  progress("");
   return result;
 }
 

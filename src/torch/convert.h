@@ -36,6 +36,9 @@ struct ConvertOptions {
   std::map<std::string, std::pair<double, int64_t>> quantized;
   std::vector<std::string> output_names;
   std::function<void(const std::string&)> warn;  // called for each warning as it happens
+  // Called with a short status line at each step of long work (shape learning runs, conversion);
+  // the CLI shows it on a terminal. "" when the work is done.
+  std::function<void(const std::string&)> progress;
   std::string weights;                  // --weights: a torch.save(state_dict) file loaded strictly
   std::vector<std::string> custom_ops;  // --custom-op 'SCHEMA=DOMAIN::OP' (torch/custom_op.h)
   std::vector<std::string> plugins;     // runtime plugins that can run custom ops while learning shapes

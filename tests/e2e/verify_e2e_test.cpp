@@ -47,6 +47,32 @@ TEST(VerifyE2E, ConvertWithVerifyFlag) {
   EXPECT_NE(r.out.find("OK: all outputs agree"), std::string::npos) << r.out;
 }
 
+// Long work shows a status line on a terminal (script(1) gives the CLI one) and nothing otherwise.
+TEST(VerifyE2E, ProgressOnlyOnATerminal) {
+  fs::path out = work_dir() / "cnn_progress.onnx";
+  std::string args = "convert " + fixtures() + "/cnn/model.pt -o " + out.string() +
+                     " --input x:1x3x6x6 --dynamic x:0=batch --verify";
+  CliRun piped = cli(args);
+  ASSERT_EQ(piped.code, 0) << piped.out;
+  EXPECT_EQ(piped.out.find('\r'), std::string::npos) << piped.out;
+  EXPECT_EQ(piped.out.find("learning shapes"), std::string::npos) << piped.out;
+
+  fs::path log = work_dir() / "tty.txt";
+  std::string cmd = "script -qec '" + std::string(T2O_CLI) + " " + args + "' " + log.string() + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(log);
+  std::string tty = read_text(log);
+  for (const char* stage : {"learning shapes: run 1", "learning shapes: run 2", "converting to ONNX", "optimizing: round 1",
+                            "optimizing: proving", "verifying: sample 1 of"})
+    EXPECT_NE(tty.find(stage), std::string::npos) << stage << "\n" << tty;
+  // Every status line is cleared before the results are printed.
+  size_t ok = tty.find("OK: all outputs agree");
+  ASSERT_NE(ok, std::string::npos) << tty;
+  size_t last_clear = tty.rfind("\r\x1b[K", ok);
+  ASSERT_NE(last_clear, std::string::npos) << tty;
+  std::string between = tty.substr(last_clear + 4, ok - last_clear - 4);
+  EXPECT_EQ(between.find("verifying"), std::string::npos) << between;
+}
+
 TEST(VerifyE2E, LocatesAChangedWeight) {
   int convs = 0;
   auto [onnx, node] = broken(
