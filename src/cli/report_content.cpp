@@ -22,13 +22,6 @@ std::string bytes_mib(int64_t b) {
 }
 
 #ifdef T2O_WITH_TORCH
-// "model.py:42 aten::conv2d" -> {"model.py:42", "aten::conv2d"}, as the converter writes doc_string.
-std::pair<std::string, std::string> source_and_op(const std::string& doc) {
-  auto sp = doc.rfind(' ');
-  if (sp == std::string::npos) return {"", doc};
-  return {doc.substr(0, sp), doc.substr(sp + 1)};
-}
-
 std::string stats_detail(const TensorStats& s) {
   return s.verdict() + "; max abs " + g3(s.max_abs) + ", max rel " + g3(s.max_rel) + ", " +
          g3(100.0 * s.mismatch_share()) + "% outside tolerance, cosine " + g3(s.cosine);
@@ -128,7 +121,10 @@ void add_verify_content(HtmlReport& r, const VerifyReport& v, const Model& m) {
   for (const NodeCheck& nc : L.nodes) {
     if (nc.index < 0 || static_cast<size_t>(nc.index) >= m.graph.nodes.size()) continue;
     NodeMark k = mark_of(nc.worst);
-    std::tie(k.source, k.aten_op) = source_and_op(m.graph.nodes[static_cast<size_t>(nc.index)].doc_string);
+    NodeOrigin o = parse_node_origin(m.graph.nodes[static_cast<size_t>(nc.index)].doc_string);
+    k.source = o.source;
+    k.aten_op = o.aten_op;
+    k.module = o.module;
     r.mark_node(nc.name, k);
   }
   ReportTable t;
@@ -141,12 +137,14 @@ void add_verify_content(HtmlReport& r, const VerifyReport& v, const Model& m) {
     k.first = true;
     k.aten_op = L.aten_op;
     k.source = L.source;
+    k.module = L.module;
     r.mark_node(L.node_name, k);
     t.header = {"", "ONNX value", "torch value", "verdict", "max abs", "max rel", "cosine"};
     for (const ValueCheck& c : L.outputs) t.rows.push_back(value_row("out", c));
     for (const ValueCheck& c : L.inputs) t.rows.push_back(value_row("in", c));
     t.caption = L.op_type + " '" + L.node_name + "' (node " + std::to_string(L.node_index) + ")" +
-                (L.aten_op.empty() ? "" : " from " + L.aten_op) + (L.source.empty() ? "" : " at " + L.source) + ", sample " +
+                (L.aten_op.empty() ? "" : " from " + L.aten_op) + (L.module.empty() ? "" : " in " + L.module) +
+                (L.source.empty() ? "" : " at " + L.source) + ", sample " +
                 std::to_string(L.sample) + ", " +
                 (L.intermediates ? std::to_string(L.compared) + " values compared" : "outputs only") + "." +
                 (L.note.empty() ? "" : " " + L.note);

@@ -186,6 +186,30 @@ void Node::set_attr(Attribute a) {
   attributes.push_back(std::move(a));
 }
 
+NodeOrigin parse_node_origin(const std::string& doc) {
+  NodeOrigin o;
+  std::string rest = doc;
+  auto in = rest.rfind(" in ");
+  if (in != std::string::npos && rest.find(' ', in + 4) == std::string::npos) {
+    o.module = rest.substr(in + 4);
+    rest.resize(in);
+  }
+  auto sp = rest.rfind(' ');
+  if (sp == std::string::npos) {
+    o.aten_op = rest;
+  } else {
+    o.source = rest.substr(0, sp);
+    o.aten_op = rest.substr(sp + 1);
+  }
+  return o;
+}
+
+std::string node_origin_doc(const NodeOrigin& o) {
+  std::string s = o.source.empty() ? o.aten_op : o.source + " " + o.aten_op;
+  if (!o.module.empty()) s += " in " + o.module;
+  return s;
+}
+
 std::string Node::describe() const {
   std::string s = op_type;
   if (!domain.empty() && domain != "ai.onnx") s = domain + "::" + op_type;

@@ -106,6 +106,17 @@ struct Attribute {
   static Attribute make_graph(std::string n, std::shared_ptr<Graph> v);
 };
 
+// Where a converted node came from, as the converter writes it in the node's doc_string:
+// "SOURCE ATEN_OP[ in MODULE]", e.g. "resnet.py:148 aten::relu_ in layer3.1.relu" (SOURCE and
+// MODULE may be absent: "aten::relu_", "model.py:7 aten::add").
+struct NodeOrigin {
+  std::string source;   // "resnet.py:148"
+  std::string aten_op;  // "aten::relu_"
+  std::string module;   // "layer3.1.relu": the submodule's path in the model; "" at top level
+};
+NodeOrigin parse_node_origin(const std::string& doc_string);
+std::string node_origin_doc(const NodeOrigin& o);
+
 struct Node {
   std::string name;
   std::string op_type;

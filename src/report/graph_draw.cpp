@@ -247,6 +247,7 @@ class Drawer {
     if (m != marks_.end() && !n.name.empty())
       j["mark"] = {{"level", level_name(m->second.level)}, {"detail", m->second.detail}, {"first", m->second.first},
                    {"aten", m->second.aten_op}, {"source", m->second.source}};
+    if (m != marks_.end() && !n.name.empty() && !m->second.module.empty()) j["mark"]["module"] = m->second.module;
     return j;
   }
 

@@ -168,6 +168,7 @@ const char* const kReportJs = R"JS(
       m.appendChild(el('span', ' ' + n.mark.detail));
       d.appendChild(m);
       if (n.mark.aten) d.appendChild(el('div', 'from ' + n.mark.aten, 'mono'));
+      if (n.mark.module) d.appendChild(el('div', 'in ' + n.mark.module, 'mono'));
       if (n.mark.source) d.appendChild(el('div', 'at ' + n.mark.source, 'mono'));
     } else if (n.doc) {
       d.appendChild(el('div', n.doc, 'mono'));

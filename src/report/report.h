@@ -27,6 +27,7 @@ struct NodeMark {
   std::string detail;  // one line shown on click: "max abs 0.5, max rel 0.1, 12% differ"
   bool first = false;  // the first diverging node: drawn with a thick red border
   std::string aten_op, source;  // where it came from, shown on click
+  std::string module;           // the submodule it came from ("layer3.1.relu"), shown on click
 };
 
 struct ReportTable {

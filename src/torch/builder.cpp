@@ -7,9 +7,10 @@ namespace t2o {
 
 Builder::Builder(Model& model, int opset) : model_(model), opset_(opset) { graphs_.push_back(&model.graph); }
 
-void Builder::set_origin(std::string source, std::string torch_op) {
+void Builder::set_origin(std::string source, std::string torch_op, std::string module) {
   source_ = std::move(source);
   torch_op_ = std::move(torch_op);
+  module_ = std::move(module);
 }
 
 std::string Builder::fresh(const std::string& hint) { return hint + "_" + std::to_string(counters_[hint]++); }
@@ -26,7 +27,7 @@ std::vector<std::string> Builder::op(const std::string& type, const std::vector<
   n.inputs = inputs;
   n.attributes = std::move(attrs);
   // The source line is what verification and error messages point people to.
-  n.doc_string = source_.empty() ? torch_op_ : source_ + " " + torch_op_;
+  n.doc_string = node_origin_doc({source_, torch_op_, module_});
   for (int i = 0; i < n_out; ++i) n.outputs.push_back(n_out == 1 ? n.name : n.name + "_" + std::to_string(i));
   graph().nodes.push_back(n);
   return graph().nodes.back().outputs;

@@ -30,9 +30,11 @@ class Builder {
   void push_graph(Graph* g) { graphs_.push_back(g); }
   void pop_graph() { graphs_.pop_back(); }
 
-  // Source range ("model.py:42") and torch op attached to the nodes emitted next.
-  void set_origin(std::string source, std::string torch_op);
+  // Source range ("model.py:42"), torch op and submodule path ("layer3.1.conv2") attached to
+  // the nodes emitted next (their doc_string, see NodeOrigin).
+  void set_origin(std::string source, std::string torch_op, std::string module = {});
   const std::string& source() const { return source_; }
+  const std::string& module() const { return module_; }
 
   std::string fresh(const std::string& hint);
   void require(int min_opset, const std::string& what) const;
@@ -85,7 +87,7 @@ class Builder {
   Model& model_;
   int opset_;
   std::vector<Graph*> graphs_;
-  std::string source_, torch_op_;
+  std::string source_, torch_op_, module_;
   std::map<std::string, int> counters_;
   std::map<std::string, std::string> small_consts_;  // dedupe of small constants by content
 };

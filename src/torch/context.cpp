@@ -291,6 +291,34 @@ std::optional<std::pair<std::string, size_t>> file_line(torch::jit::SourceRange 
   return std::make_pair(std::get<0>(*flc), std::get<1>(*flc));
 }
 
+// A traced model's range holds the Python stack the op was recorded under, innermost frame first,
+// one "path(LINE): function" per line (torch.jit.trace's source text). Outermost first here; empty
+// when the range is not such a stack.
+std::vector<std::pair<std::string, size_t>> traced_stack(const torch::jit::SourceRange& range) {
+  std::vector<std::pair<std::string, size_t>> frames;
+  if (!range.source()) return frames;
+  std::string text = range.source()->text_str().str();
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    std::string line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (line.empty()) continue;
+    size_t colon = line.find("): ");
+    size_t open = colon == std::string::npos ? std::string::npos : line.rfind('(', colon);
+    if (open == std::string::npos || open == 0 || open + 1 == colon) return {};
+    size_t n = 0;
+    for (size_t i = open + 1; i < colon; ++i) {
+      if (line[i] < '0' || line[i] > '9') return {};
+      n = n * 10 + static_cast<size_t>(line[i] - '0');
+    }
+    frames.emplace_back(line.substr(0, open), n);
+  }
+  std::reverse(frames.begin(), frames.end());
+  return frames;
+}
+
 // torch's own Python (nn/modules/conv.py, nn/functional.py) or its serialized copy.
 bool in_torch_library(const std::string& file) {
   return file.find("-packages/torch/") != std::string::npos || file.find("__torch__/torch/") != std::string::npos;
@@ -307,7 +335,13 @@ std::string Ctx::source_of(const TNode* n) {
   if (auto cs = n->callstack())
     for (const auto& entry : (*cs)->vec())
       if (auto fl = file_line(std::get<1>(entry))) frames.push_back(*fl);
-  if (auto fl = file_line(n->sourceRange())) frames.push_back(*fl);
+  torch::jit::SourceRange own = n->sourceRange();
+  if (auto orig = own.findSourceRangeThatGenerated()) own = *orig;
+  std::vector<std::pair<std::string, size_t>> stack = traced_stack(own);
+  if (!stack.empty())
+    frames.insert(frames.end(), stack.begin(), stack.end());
+  else if (auto fl = file_line(n->sourceRange()))
+    frames.push_back(*fl);
   if (frames.empty()) return {};
   auto pick = frames.front();
   for (auto it = frames.rbegin(); it != frames.rend(); ++it)
@@ -326,7 +360,8 @@ std::string Ctx::module_of(const TNode* n) {
   if (auto cs = n->callstack())
     for (const auto& entry : (*cs)->vec()) {
       const auto& info = std::get<2>(entry);
-      if (!info || info->instance_name().empty()) continue;
+      // A method calling another method of its own module is recorded as instance "SELF".
+      if (!info || info->instance_name().empty() || info->instance_name() == "SELF") continue;
       if (!path.empty()) path += '.';
       path += info->instance_name();
     }
@@ -420,7 +455,7 @@ void Ctx::rederive_views(const TValue* base, const TNode* except) {
     const std::string kind = vn->kind().toQualString();
     auto e = op_table().find(kind);
     if (e == op_table().end()) continue;
-    b.set_origin(source_of(vn), kind);
+    b.set_origin(source_of(vn), kind, module_of(vn));
     e->second.fn(*this, vn);
     for (const TValue* o : vn->outputs()) rederive_views(o, except);
   }
@@ -606,7 +641,7 @@ void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::functio
   std::string src = source_of(n);
   if (it == table.end()) {
     if (const Converter* custom = custom_op_converter(kind)) {  // --custom-op
-      b.set_origin(src, kind);
+      b.set_origin(src, kind, module_of(n));
       try {
         (*custom)(*this, n);
         return;
@@ -618,7 +653,7 @@ void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::functio
     unsupported[kind].push_back(src);
     return poison();
   }
-  b.set_origin(src, kind);
+  b.set_origin(src, kind, module_of(n));
   try {
     if (b.opset() < it->second.min_opset) throw OpsetError(kind, it->second.min_opset);
     if (!on_scalars_as_vectors(n, kind, it->second.fn)) it->second.fn(*this, n);
@@ -836,12 +871,12 @@ void Ctx::write_through(const TNode* writer, const TValue* view) {
         const std::string k = other->kind().toQualString();
         auto e = op_table().find(k);
         if (e == op_table().end() || other->owningBlock() != writer->owningBlock()) continue;
-        b.set_origin(source_of(other), k);
+        b.set_origin(source_of(other), k, module_of(other));
         e->second.fn(*this, other);
         for (const TValue* o : other->outputs()) rederive_views(o, writer);
       }
   }
-  b.set_origin(source_of(writer), writer->kind().toQualString());
+  b.set_origin(source_of(writer), writer->kind().toQualString(), module_of(writer));
 }
 
 const std::unordered_map<std::string, OpEntry>& op_table() {

@@ -104,6 +104,7 @@ std::string format_report(const VerifyReport& r) {
              "):\n";
       out += "  " + L.op_type + " '" + L.node_name + "' (node " + std::to_string(L.node_index) + ")";
       if (!L.aten_op.empty()) out += " from " + L.aten_op;
+      if (!L.module.empty()) out += " in " + L.module;
       if (!L.source.empty()) out += " at " + L.source;
       out += "\n";
       for (const ValueCheck& v : L.outputs) out += value_line("out", v);
@@ -150,7 +151,7 @@ std::string report_json(const VerifyReport& r) {
                          {"found", L.found}, {"note", L.note}};
     if (L.found) {
       lj["node"] = {{"index", L.node_index}, {"name", L.node_name}, {"op_type", L.op_type}, {"aten_op", L.aten_op},
-                    {"source", L.source}};
+                    {"source", L.source}, {"module", L.module}};
       for (const ValueCheck& v : L.outputs) lj["outputs"].push_back(value_json(v));
       for (const ValueCheck& v : L.inputs) lj["inputs"].push_back(value_json(v));
     }

@@ -26,12 +26,6 @@ bool VerifyReport::ok() const {
 namespace {
 
 // "model.py:42 aten::conv2d" -> {"model.py:42", "aten::conv2d"}; the converter writes it so.
-std::pair<std::string, std::string> split_doc(const std::string& doc) {
-  auto sp = doc.rfind(' ');
-  if (sp == std::string::npos) return {"", doc};
-  return {doc.substr(0, sp), doc.substr(sp + 1)};
-}
-
 std::vector<ValueInfo> removed_infos(const Model& m) {
   std::vector<ValueInfo> r;
   for (const RemovedInput& i : removed_inputs(m)) r.push_back(i.info);
@@ -205,9 +199,10 @@ class Verifier {
     L.node_index = static_cast<int>(i);
     L.node_name = n.name;
     L.op_type = n.op_type;
-    auto [src, op] = split_doc(n.doc_string);
-    L.source = src;
-    L.aten_op = op;
+    NodeOrigin o = parse_node_origin(n.doc_string);
+    L.source = o.source;
+    L.aten_op = o.aten_op;
+    L.module = o.module;
   }
 
   void locate(int sample_index, const Sample& s) {

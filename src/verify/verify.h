@@ -69,6 +69,7 @@ struct LocateResult {
   std::string note;
   int node_index = -1;  // in the ONNX graph's node list (topological order)
   std::string node_name, op_type, aten_op, source;
+  std::string module;  // the submodule the node came from ("layer3.1.conv2"), "" at top level
   std::vector<ValueCheck> outputs, inputs;
   std::vector<NodeCheck> nodes;  // with VerifyOptions::all_nodes
 };

@@ -73,6 +73,34 @@ TEST(VerifyE2E, ProgressOnlyOnATerminal) {
   EXPECT_EQ(between.find("verifying"), std::string::npos) << between;
 }
 
+// A traced model whose ops run inside torch's own modules (nn.ReLU in an nn.Sequential in a user
+// block): each node names the submodule it came from and the user's line that called into torch,
+// not torch's functional.py; --locate reports both.
+TEST(VerifyE2E, TracedNodesNameModuleAndUserLine) {
+  std::string onnx = converted("nested", "--input x:1x3x8x8");
+  std::string line = tag_lines("nested").at("block");
+  Model m = load_model(onnx);
+  std::vector<std::string> relus;
+  for (const Node& n : m.graph.nodes)
+    if (n.op_type == "Relu") relus.push_back(n.doc_string);
+  ASSERT_EQ(relus.size(), 2u);
+  EXPECT_EQ(relus[0], line + " aten::relu in blocks.0.body.2");
+  EXPECT_EQ(relus[1], line + " aten::relu in blocks.1.body.2");
+  int seen = 0;
+  auto [bad, node] = broken(
+      onnx, "nested_relu", [&](const Node& n) { return n.op_type == "Relu" && ++seen == 2; },
+      [](Model&, Node& n) { n.op_type = "Sigmoid"; });
+  fs::path js = work_dir() / "nested.json";
+  CliRun r = cli("verify " + fixtures() + "/nested/model.pt " + bad + " --locate --json " + js.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  json j = read_json(js);
+  ASSERT_TRUE(j["locate"]["found"].get<bool>()) << r.out;
+  EXPECT_EQ(j["locate"]["node"]["name"], node) << r.out;
+  EXPECT_EQ(j["locate"]["node"]["module"], "blocks.1.body.2") << r.out;
+  EXPECT_EQ(j["locate"]["node"]["source"], line) << r.out;
+  EXPECT_NE(r.out.find("from aten::relu in blocks.1.body.2 at " + line), std::string::npos) << r.out;
+}
+
 TEST(VerifyE2E, LocatesAChangedWeight) {
   int convs = 0;
   auto [onnx, node] = broken(
@@ -88,7 +116,7 @@ TEST(VerifyE2E, LocatesAChangedWeight) {
   std::string doc;
   for (const Node& n : m.graph.nodes)
     if (n.name == node) doc = n.doc_string;
-  expect_located(fixtures() + "/cnn/model.pt", onnx, node, doc.substr(0, doc.rfind(' ')), "weight");
+  expect_located(fixtures() + "/cnn/model.pt", onnx, node, parse_node_origin(doc).source, "weight");
 }
 
 TEST(VerifyE2E, LocatesASwappedActivation) {

@@ -1,7 +1,8 @@
 """Builds the fixtures of the verify tests: usage verify_models.py OUT_DIR
 
-OUT_DIR/NAME/model.pt for cnn, embed and nan, plus OUT_DIR/NAME/lines.txt mapping the tags of
-`# @tag` comments below to "verify_models.py:LINE", the source lines the converter records.
+OUT_DIR/NAME/model.pt for cnn, embed and nan (scripted) and nested (traced, ops inside torch's own
+modules), plus OUT_DIR/NAME/lines.txt mapping the tags of `# @tag` comments below to
+"verify_models.py:LINE", the source lines the converter records.
 """
 import os
 import re
@@ -46,6 +47,25 @@ class Nan(nn.Module):
         return a, b
 
 
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU())
+
+    def forward(self, x):
+        return x + self.body(x)  # @block
+
+
+class Nested(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.blocks = nn.Sequential(Block(8), Block(8))
+
+    def forward(self, x):
+        return self.blocks(self.stem(x)).mean(dim=(2, 3))
+
+
 def tag_lines():
     here = os.path.abspath(__file__)
     tags = {}
@@ -65,7 +85,11 @@ def main():
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
         torch.jit.script(m.eval()).save(os.path.join(d, "model.pt"))
-        with open(os.path.join(d, "lines.txt"), "w") as f:
+    d = os.path.join(out, "nested")
+    os.makedirs(d, exist_ok=True)
+    torch.jit.trace(Nested().eval(), torch.randn(1, 3, 8, 8)).save(os.path.join(d, "model.pt"))
+    for name in ("cnn", "embed", "nan", "nested"):
+        with open(os.path.join(out, name, "lines.txt"), "w") as f:
             f.write("".join(f"{k} {v}\n" for k, v in sorted(tags.items())))
 
 

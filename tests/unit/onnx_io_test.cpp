@@ -137,3 +137,22 @@ TEST(ModelIo, OverTwoGigabytesUsesExternalData) {
   EXPECT_EQ(b.data<float>()[b.numel() - 1], 42.0f);
   fs::remove_all(d);
 }
+
+// The converter's doc_string of a node: "SOURCE ATEN_OP[ in MODULE]", each part optional but the op.
+TEST(NodeOrigin, FormatAndParse) {
+  for (const NodeOrigin& o : {NodeOrigin{"resnet.py:148", "aten::relu_", "layer3.1.relu"},
+                              NodeOrigin{"model.py:7", "aten::add", ""}, NodeOrigin{"", "aten::mul", ""},
+                              NodeOrigin{"", "aten::mul", "blocks.0"}}) {
+    std::string doc = node_origin_doc(o);
+    NodeOrigin back = parse_node_origin(doc);
+    EXPECT_EQ(back.source, o.source) << doc;
+    EXPECT_EQ(back.aten_op, o.aten_op) << doc;
+    EXPECT_EQ(back.module, o.module) << doc;
+  }
+  EXPECT_EQ(node_origin_doc({"resnet.py:148", "aten::relu_", "layer3.1.relu"}), "resnet.py:148 aten::relu_ in layer3.1.relu");
+  // A source that holds spaces (a file name with one) still leaves the op and module apart.
+  NodeOrigin spaced = parse_node_origin("my model.py:3 aten::add in a.b");
+  EXPECT_EQ(spaced.source, "my model.py:3");
+  EXPECT_EQ(spaced.aten_op, "aten::add");
+  EXPECT_EQ(spaced.module, "a.b");
+}

@@ -267,12 +267,12 @@ void if_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
   // Branches without results only held asserts or warnings.
   if (n->outputs().empty() && lists.empty()) return;
   std::string cnd = c.t_as(n, 0, DType::Bool);
-  std::string src = c.b.source();
+  std::string src = c.b.source(), module = c.b.module();
   std::vector<TV> before;
   for (const TValue* l : lists) before.push_back(c.get(l));
   Branch th = convert_branch(c, b0, c.b.fresh("then"), lists, before);
   Branch el = convert_branch(c, b1, c.b.fresh("else"), lists, before);
-  c.b.set_origin(src, "prim::If");
+  c.b.set_origin(src, "prim::If", module);
   // The If's results: the node's outputs, then the lists its branches append to.
   std::vector<const TValue*> vals(n->outputs().begin(), n->outputs().end());
   vals.insert(vals.end(), lists.begin(), lists.end());
@@ -456,7 +456,7 @@ void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists)
   for (size_t k = 0; k < carried; ++k)
     seq = seq || is_tensor_list(n->output(k)) || c.in(n, 2 + k).kind == TV::Kind::List;
   if (seq) c.b.require(13, "a list built in a loop (sequences in Loop)");
-  std::string src = c.b.source();
+  std::string src = c.b.source(), module = c.b.module();
   std::string m;
   const TV& trip = c.in(n, 0);
   if (!(trip.is_const() && trip.c.toInt() == INT64_MAX)) m = c.int_tensor(trip);
@@ -589,7 +589,7 @@ void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists)
     throw;
   }
   c.b.pop_graph();
-  c.b.set_origin(src, "prim::Loop");
+  c.b.set_origin(src, "prim::Loop", module);
   std::vector<std::string> in{m, cond0};
   in.insert(in.end(), init.begin(), init.end());
   for (size_t k = 0; k < carried; ++k)
