@@ -65,7 +65,7 @@ void add_conversion_notes(HtmlReport& page, const std::string& pt, const Convert
 
 // convert --quantize: the shortcut for convert then quantize (no accuracy report; run
 // 'torch2onnx quantize' on the float model for one).
-void quantize_converted(Model& m, const ConvertArgs& a, const ConvertOptions& o) {
+void quantize_converted(Model& m, const ConvertArgs& a, const ConvertOptions& o, HtmlReport* page) {
   QuantizeOptions q;
   q.mode = a.quantize == "static" ? QuantMode::Static : QuantMode::Dynamic;
   q.per_channel = a.per_channel;
@@ -74,7 +74,12 @@ void quantize_converted(Model& m, const ConvertArgs& a, const ConvertOptions& o)
   for (const auto& in : o.inputs) q.input_sizes[in.name] = in.dims;
   for (const auto& [name, t] : o.data) q.input_sizes[name] = t.dims();
   if (!a.calibrate.empty()) q.calibration = load_input_sets(m, a.calibrate);
+  int64_t t0 = now_ns();
   QuantizeResult r = quantize(m, q);
+  if (page) {
+    page->add_stage(std::string("quantize (") + (q.mode == QuantMode::Static ? "calibrate, " : "") + "rewrite)", ms_since(t0));
+    add_quantize_content(*page, r, m);
+  }
   if (r.quantized == 0) print_warning("--quantize: no node was quantized (no Conv/MatMul/Gemm this mode handles)");
   if (!a.quiet) {
     std::string ops;
@@ -158,7 +163,7 @@ int convert(const ConvertArgs& a) {
       r.notes.push_back(note);
     }
   }
-  if (!a.quantize.empty()) quantize_converted(r.model, a, o);
+  if (!a.quantize.empty()) quantize_converted(r.model, a, o, page ? &*page : nullptr);
   if (page) {
     page->add_fact("output", out);
     add_conversion_notes(*page, a.model, r, o);

@@ -80,6 +80,39 @@ void add_optimize_content(HtmlReport& r, const OptimizeReport& o) {
   if (o.verify_ms > 0) r.add_stage("optimize (proof runs)", o.verify_ms);
 }
 
+void add_quantize_content(HtmlReport& r, const QuantizeResult& q, const Model& m) {
+  std::string ops;
+  for (const auto& [op, n] : q.by_op) ops += (ops.empty() ? "" : ", ") + std::to_string(n) + " " + op;
+  r.add_fact("quantization", std::to_string(q.quantized) + " nodes to int8" + (ops.empty() ? "" : " (" + ops + ")") +
+                                 ", initializers " + bytes_mib(q.initializer_bytes_before) + " -> " +
+                                 bytes_mib(q.initializer_bytes_after));
+  if (q.calibration_samples > 0)
+    r.add_note(q.generated_calibration ? "warning" : "note",
+               "activation ranges calibrated on " + std::to_string(q.calibration_samples) +
+                   (q.generated_calibration ? " generated input sets (not real data)" : " input sets"));
+  for (const std::string& s : q.skipped) r.add_note("note", "left in float: " + s);
+  // The range of each activation quantizer: [(qmin - zero point) * scale, (qmax - zero point) * scale].
+  std::map<std::string, const Initializer*> inits;
+  for (const Initializer& i : m.graph.initializers) inits[i.name] = &i;
+  ReportTable t;
+  t.title = "Quantization ranges";
+  t.header = {"quantized value", "node", "scale", "zero point", "type", "range"};
+  for (const Node& n : m.graph.nodes) {
+    if (n.op_type != "QuantizeLinear" || n.inputs.size() < 3) continue;
+    auto s = inits.find(n.inputs[1]), z = inits.find(n.inputs[2]);
+    if (s == inits.end() || z == inits.end() || s->second->tensor.numel() != 1 || z->second->tensor.numel() != 1) continue;
+    const Tensor& zt = z->second->tensor;
+    double scale = s->second->tensor.as_double(0), zp = zt.as_double(0);
+    bool u8 = zt.dtype() == DType::UInt8;
+    double lo = ((u8 ? 0.0 : -128.0) - zp) * scale, hi = ((u8 ? 255.0 : 127.0) - zp) * scale;
+    t.rows.push_back({n.inputs[0], n.name, g3(scale), g3(zp), u8 ? "uint8" : "int8", "[" + g3(lo) + ", " + g3(hi) + "]"});
+  }
+  if (!t.rows.empty()) {
+    t.caption = "Per-tensor activation quantizers; values outside the range are clipped to its ends.";
+    r.add_table(std::move(t));
+  }
+}
+
 #ifdef T2O_WITH_TORCH
 void add_verify_content(HtmlReport& r, const VerifyReport& v, const Model& m) {
   size_t bad = 0;

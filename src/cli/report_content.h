@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "passes/passes.h"
+#include "quant/quant.h"
 #include "report/report.h"
 #ifdef T2O_WITH_TORCH
 #include "verify/verify.h"
@@ -16,6 +17,9 @@ double ms_since(int64_t start_ns);
 int64_t now_ns();
 
 void add_optimize_content(HtmlReport& r, const OptimizeReport& o);
+// What quantization did to `m` (its result): the nodes rewritten, those left in float and why,
+// and the range each QuantizeLinear represents (from its scale and zero point).
+void add_quantize_content(HtmlReport& r, const QuantizeResult& q, const Model& m);
 // Notes on what the converted model itself shows: output dims that stayed symbolic and custom ops
 // a runtime needs kernels for.
 void add_model_notes(HtmlReport& r, const Model& m);

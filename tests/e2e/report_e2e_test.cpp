@@ -116,6 +116,29 @@ TEST(ReportE2E, ConvertWithVerifyAndOptimize) {
   EXPECT_NE(html.find("proven on 2 samples"), std::string::npos);
 }
 
+// convert --quantize static: the page gives the nodes quantized and the range of every activation
+// quantizer, computed from the scale and zero point the model holds.
+TEST(ReportE2E, ConvertWithQuantizeShowsRanges) {
+  fs::path out = work_dir() / "cnn_int8.onnx", page = work_dir() / "quantize.html";
+  CliRun r = cli("convert " + fixtures() + "/cnn/model.pt -o " + out.string() +
+                 " --input x:1x3x6x6 --quantize static --report " + page.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::string html = read_text(page);
+  expect_self_contained(html);
+  EXPECT_NE(html.find("nodes to int8"), std::string::npos);
+  EXPECT_NE(html.find("generated input sets (not real data)"), std::string::npos);
+  EXPECT_NE(html.find("<h3>Quantization ranges</h3>"), std::string::npos);
+  Model m = load_model(out.string());
+  int quantizers = 0;
+  for (const Node& n : m.graph.nodes) {
+    if (n.op_type != "QuantizeLinear") continue;
+    ++quantizers;
+    EXPECT_NE(html.find("<td>" + n.name + "</td>"), std::string::npos) << n.name;
+  }
+  EXPECT_GT(quantizers, 0);
+  EXPECT_NE(html.find("quantize (calibrate, rewrite)"), std::string::npos);
+}
+
 TEST(ReportE2E, WithoutGraphvizTheRestIsThere) {
   fs::path page = work_dir() / "no_dot.html";
   CliRun r = cli("inspect " + cnn() + " --report " + page.string(), "PATH=/nonexistent");

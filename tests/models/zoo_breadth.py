@@ -370,9 +370,9 @@ def fixtures():
         "br_computed_args": lambda: dict(model=ComputedArgs(), mode="trace", data=True,
                                          inputs=[r(2, 3, 6), r(2, 3, 4), r(2, 4, 6), torch.tensor(0.5), torch.tensor(2.0),
                                                  torch.tensor([[1, 2, 2], [7, 0, 3]])],
-                                         # traced: reported at torch's own line, the only frame the trace keeps
-                                         min_opset=(11, "aten::embedding_renorm", "torch.embedding_renorm_(weight.detach()",
-                                                    F._no_grad_embedding_renorm_)),
+                                         # traced: reported at the model's line that calls into torch (the
+                                         # recorded Python stack is searched past torch's own files)
+                                         min_opset=(11, "aten::embedding_renorm", "self.emb(idx))")),
         "br_pool_ceil": lambda: dict(model=PoolCeilPad(), inputs=[r(1, 3, 9), r(1, 2, 6, 6)], tol=(1e-4, 1e-5)),
         "br_bilinear_unbatched": lambda: dict(model=BilinearUnbatched(), inputs=[r(2, 7, 3), r(2, 7, 4), r(3, 8), r(2, 6, 6)],
                                               dynamic=["x:0=a", "y:0=a", "z:1=l", "w:1=h,2=v"], tol=(1e-4, 1e-5),
@@ -397,10 +397,9 @@ def fixtures():
         "br_packed_traced_batch": lambda: dict(model=PackedTraced(), inputs=[r(6, 3, 5), torch.tensor([6, 4, 2])], mode="trace",
                                                data=True, dynamic=["x:1=b", "lengths:0=b"], tol=(1e-4, 1e-5),
                                                alt_inputs=[r(6, 5, 5), torch.tensor([6, 5, 3, 2, 1])],
-                                               # traced: the line recorded is the one in torch that calls the op
+                                               # traced: the model's line that calls into torch, not torch's
                                                min_opset=(11, "aten::_pack_padded_sequence",
-                                                          "_VF._pack_padded_sequence(input, lengths, batch_first)",
-                                                          nn.utils.rnn.pack_padded_sequence)),
+                                                          "p = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=True)")),
         "br_encoder_pad_mask": lambda: dict(model=EncoderPadMask(), inputs=[r(2, 5, 16), _pad_mask([5, 3], 5)], data=True,
                                             dynamic=["x:0=b,1=t", "pad:0=b,1=t"], tol=(1e-4, 1e-5),
                                             alt_inputs=[r(3, 7, 16), _pad_mask([2, 7, 4], 7)]),

@@ -72,8 +72,8 @@ def fixtures():
                                                min_opset=(11, "aten::_pack_padded_sequence", "p = pack_padded_sequence(")),
         "rnn_packed_gru_unsorted_trace": lambda: dict(
             model=Packed("gru", batch_first=False, enforce_sorted=False), inputs=_packed_inputs(False, [2, 6, 4, 1]),
-            mode="trace", data=True,  # traced: the op's line is torch's own
-            min_opset=(11, "aten::_pack_padded_sequence", "_VF._pack_padded_sequence(", pack_padded_sequence)),
+            mode="trace", data=True,  # traced: the model's line that calls into torch, not torch's
+            min_opset=(11, "aten::_pack_padded_sequence", "p = pack_padded_sequence(")),
         "rnn_packed_total_length": lambda: dict(
             model=Packed(total_length=8), inputs=_packed_inputs(True, [5, 3]), data=True,
             dynamic=["x:0=batch", "lengths:0=batch"], alt_inputs=_packed_inputs(True, [6, 4, 2]),
