@@ -326,6 +326,24 @@ def _bessel_i64(x: Tensor, nu: int, scaled: bool) -> Tensor:
         r = torch.where(x < 0, -r, r)
     return r
 
+def gcd(self: Tensor, other: Tensor) -> Tensor:
+    # Euclid on |a|, |b| element-wise, until every pair is done (an ONNX Loop; at most 92 steps for
+    # int64, whose worst case is a pair of consecutive Fibonacci numbers). Done pairs keep their value.
+    a = torch.abs(self + other * 0)
+    b = torch.abs(other + self * 0)
+    while bool(torch.any(b != 0)):
+        nz = b != 0
+        r = torch.remainder(a, torch.where(nz, b, torch.ones_like(b)))
+        a = torch.where(nz, b, a)
+        b = torch.where(nz, r, b)
+    return a
+
+def lcm(self: Tensor, other: Tensor) -> Tensor:
+    g = gcd(self, other)
+    zero = g == 0
+    q = torch.div(self, torch.where(zero, torch.ones_like(g), g), rounding_mode='trunc')
+    return torch.where(zero, torch.zeros_like(g), torch.abs(q * other))
+
 def i0(self: Tensor) -> Tensor:
     return _bessel_i64(self.to(7), 0, False).to(_float_type(self))
 
@@ -595,6 +613,8 @@ const Rule kRules[] = {
     {"aten::sum_to_size(Tensor self, int[] size) -> Tensor", "sum_to_size"},
     {"aten::diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor", "diagonal_scatter"},
     {"aten::lgamma(Tensor self) -> Tensor", "lgamma"},
+    {"aten::gcd(Tensor self, Tensor other) -> Tensor", "gcd"},
+    {"aten::lcm(Tensor self, Tensor other) -> Tensor", "lcm"},
     {"aten::digamma(Tensor self) -> Tensor", "digamma"},
     {"aten::special_digamma(Tensor self) -> Tensor", "digamma"},
     {"aten::special_psi(Tensor self) -> Tensor", "digamma"},

@@ -1,6 +1,6 @@
 """Ops whose edge cases the converter once got wrong or lacked: order statistics (kthvalue, median,
 nanmedian, msort, quantile, nanquantile) with NaN and ties-free data, 0-d tensors given to ops with
-a dim argument, softplus's threshold, align_corners resizes by a scale factor. Each exported through
+a dim argument, softplus's threshold, align_corners resizes by a scale factor, gcd / lcm. Each exported through
 torch2onnx.export and compared with eager PyTorch in ONNX Runtime and in torch2onnx's runtime, at
 the example sizes and, where axes are dynamic, at other sizes."""
 import numpy as np
@@ -286,3 +286,19 @@ def test_export_leaves_each_submodule_in_its_mode(tmp_path):
         model = torch.jit.script(outer) if script else outer
         torch2onnx.export(model, (torch.randn(2, 4),), tmp_path / "m.onnx", opset_version=17)
         assert model.training and not model[0].training and not model[0][1].training
+
+
+@pytest.mark.parametrize("opset", [11, 17])
+def test_gcd_lcm(tmp_path, opset):
+    # Euclid as an ONNX Loop that runs until every pair is done: zeros, signs, a pair of consecutive
+    # Fibonacci numbers (the slowest case), int32 and broadcasting.
+    class M(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.gcd(a, b), torch.lcm(a, b), torch.gcd(a.int(), b[:1].int())
+
+    a = torch.tensor([[0, 0, 12, -18, 832040], [7, -35, 1, 0, 100]])
+    b = torch.tensor([[0, 5, -8, 24, 514229], [0, 49, 1, -9, 75]])
+    g = torch.Generator().manual_seed(3)
+    others = [(torch.randint(-1000, 1000, (3, 5), generator=g), torch.randint(-60, 60, (3, 5), generator=g))]
+    check(M(), (a, b), tmp_path / "m.onnx", others=others, opset_version=opset, input_names=["a", "b"],
+          dynamic_axes={"a": {0: "n"}, "b": {0: "n"}})
