@@ -1,6 +1,6 @@
 """Ops whose edge cases the converter once got wrong or lacked: order statistics (kthvalue, median,
 nanmedian, msort, quantile, nanquantile) with NaN and ties-free data, 0-d tensors given to ops with
-a dim argument, softplus's threshold, align_corners resizes by a scale factor, gcd / lcm. Each exported through
+a dim argument, softplus's threshold, align_corners resizes by a scale factor, gcd / lcm, integer bitwise ops. Each exported through
 torch2onnx.export and compared with eager PyTorch in ONNX Runtime and in torch2onnx's runtime, at
 the example sizes and, where axes are dynamic, at other sizes."""
 import numpy as np
@@ -302,3 +302,20 @@ def test_gcd_lcm(tmp_path, opset):
     others = [(torch.randint(-1000, 1000, (3, 5), generator=g), torch.randint(-60, 60, (3, 5), generator=g))]
     check(M(), (a, b), tmp_path / "m.onnx", others=others, opset_version=opset, input_names=["a", "b"],
           dynamic_axes={"a": {0: "n"}, "b": {0: "n"}})
+
+
+@pytest.mark.parametrize("opset", [9, 17])
+def test_integer_bitwise_ops(tmp_path, opset):
+    # ONNX has BitwiseAnd & co. only from opset 18: and/or/xor/not on every integer type from bits,
+    # with negative values, the int64 extremes, a Python number and broadcasting.
+    class M(torch.nn.Module):
+        def forward(self, a, b, u, s):
+            return (a & b, a | b, a ^ b, ~a, a & 6, a.int() ^ b[:1].int(), s | s.flip(0), ~s, u & u.flip(0), u | 3, ~u,
+                    u ^ u.flip(0), a.short() & b.short())
+
+    big, small = torch.iinfo(torch.int64).max, torch.iinfo(torch.int64).min
+    a = torch.tensor([[0, -1, 5, small, big, -123456789], [7, 12, -8, 1, -2, 1 << 40]])
+    b = torch.tensor([[3, -1, -6, -1, small, 987654321], [5, 10, 8, big, -3, -(1 << 41)]])
+    u = torch.tensor([0, 1, 127, 128, 255, 200], dtype=torch.uint8)
+    s = torch.tensor([-128, -1, 0, 1, 127, 85], dtype=torch.int8)
+    check(M(), (a, b, u, s), tmp_path / "m.onnx", opset_version=opset)

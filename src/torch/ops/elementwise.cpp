@@ -1,6 +1,7 @@
 // Arithmetic, comparison and math functions, with torch's broadcasting and scalar promotion:
 // operands are cast to the result type the profiling run observed.
 #include <cmath>
+#include <limits>
 
 #include "torch/ops/ops.h"
 
@@ -152,15 +153,64 @@ void gt(Ctx& c, const TNode* n) { compare(c, n, "Greater", false); }
 void le(Ctx& c, const TNode* n) { compare(c, n, "LessOrEqual", false); }
 void ge(Ctx& c, const TNode* n) { compare(c, n, "GreaterOrEqual", false); }
 
+bool is_integer(DType t) {
+  return t == DType::UInt8 || t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
+}
+
+// Integer and/or/xor in ops every opset has (ONNX's BitwiseAnd & co. came with opset 18), in int64,
+// where the narrower types' values are the same bits sign-extended. Bits 0-62 are the digits
+// d - 2 (d / 2), d = v / 2^k, of v, or for a negative v one minus those of ~v = -1 - v (which is
+// non-negative: nothing wraps), combined per bit on a new last axis; the sign bit (v < 0) is
+// combined apart. A non-negative result is the sum of its bits' values, a negative one -1 minus
+// that of its complement's: sums stay as small as the result's magnitude (ONNX Runtime's int64
+// ReduceSum is not exact near 2^63).
+std::string integer_bitwise(Ctx& c, const TNode* n, const char* op) {
+  DType t = c.out_dtype(n);
+  int ra = c.rank(n, 0), rb = c.rank(n, 1), r = c.out_rank(n);
+  if (ra < 0 || rb < 0 || r < 0) throw UnsupportedError("bitwise ops on integers of unknown rank");
+  std::vector<int64_t> powers(63);
+  for (int k = 0; k < 63; ++k) powers[static_cast<size_t>(k)] = int64_t{1} << k;
+  std::string p = c.b.constant(Tensor::from_vector<int64_t>(powers, {63}), "bit_values");
+  std::string zero = c.b.scalar(0, DType::Int64), one = c.b.scalar(1, DType::Int64);
+  auto split = [&](size_t i, int rank) {
+    std::string v = c.t_as(n, i, DType::Int64);
+    std::string neg = c.b.op1("Less", {v, zero});
+    std::string mag = c.b.op1("Where", {neg, c.b.op1("Sub", {c.b.scalar(-1, DType::Int64), v}), v});
+    std::string two = c.b.scalar(2, DType::Int64);
+    std::string d = c.b.op1("Div", {c.b.unsqueeze(mag, {rank}), p});
+    std::string bits = c.b.op1("Sub", {d, c.b.op1("Mul", {c.b.op1("Div", {d, two}), two})});
+    bits = c.b.op1("Where", {c.b.unsqueeze(neg, {rank}), c.b.op1("Sub", {one, bits}), bits});
+    return std::make_pair(bits, c.b.cast(neg, DType::Int64));
+  };
+  auto [abits, asign] = split(0, ra);
+  auto [bbits, bsign] = split(1, rb);
+  auto combine = [&](const std::string& x, const std::string& y) {
+    if (op == kAnd) return c.b.op1("Mul", {x, y});
+    if (op == kOr) return c.b.op1("Max", {x, y});
+    return c.b.op1("Sub", {c.b.op1("Add", {x, y}), c.b.op1("Mul", {c.b.scalar(2, DType::Int64), c.b.op1("Mul", {x, y})})});
+  };
+  std::string sign = c.b.op1("Equal", {combine(asign, bsign), one});
+  std::string bits = combine(abits, bbits);
+  bits = c.b.op1("Where", {c.b.unsqueeze(sign, {r}), c.b.op1("Sub", {one, bits}), bits});
+  std::string sum = c.b.reduce("ReduceSum", c.b.op1("Mul", {bits, p}), {r}, false);
+  std::string v = c.b.op1("Where", {sign, c.b.op1("Sub", {c.b.scalar(-1, DType::Int64), sum}), sum});
+  return t == DType::Int64 ? v : c.b.cast(v, t);
+}
+
 void logical(Ctx& c, const TNode* n, const char* op) {
-  if (c.out_dtype(n) != DType::Bool) throw UnsupportedError("bitwise ops on integers (ONNX has them from opset 18)");
+  DType t = c.out_dtype(n);
+  if (t != DType::Bool && is_integer(t) && c.b.opset() < 18) return c.out(n, integer_bitwise(c, n, op));
+  if (t != DType::Bool) throw UnsupportedError("bitwise ops on integers (ONNX has them from opset 18)");
   c.out(n, c.b.op1(op, {c.t_as(n, 0, DType::Bool), c.t_as(n, 1, DType::Bool)}));
 }
 void and_(Ctx& c, const TNode* n) { logical(c, n, kAnd); }
 void or_(Ctx& c, const TNode* n) { logical(c, n, kOr); }
 void xor_(Ctx& c, const TNode* n) { logical(c, n, kXor); }
 void not_(Ctx& c, const TNode* n) {
-  if (c.out_dtype(n) != DType::Bool) throw UnsupportedError("bitwise_not on integers");
+  DType t = c.out_dtype(n);
+  // Two's complement: ~v = -1 - v, which never overflows; uint8: 255 - v.
+  if (is_integer(t)) return c.out(n, c.b.op1("Sub", {c.b.scalar(t == DType::UInt8 ? 255 : -1, t), c.t_as(n, 0, t)}));
+  if (t != DType::Bool) throw UnsupportedError("bitwise_not of " + std::string(dtype_name(t)));
   c.out(n, c.b.op1("Not", {c.t_as(n, 0, DType::Bool)}));
 }
 
