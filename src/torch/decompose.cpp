@@ -326,6 +326,43 @@ def _bessel_i64(x: Tensor, nu: int, scaled: bool) -> Tensor:
         r = torch.where(x < 0, -r, r)
     return r
 
+# histogram: an element lands in the bin of the last edge at or below it, the last edge itself in
+# the last bin, elements outside the edges nowhere. Bin edges of a count as torch.linspace makes
+# them (from both ends towards the middle); an empty range widened by 0.5 each way, as numpy does.
+def _hist_counts(flat: Tensor, edges: Tensor, weight: Optional[Tensor], density: bool) -> Tensor:
+    nb = edges.size(0) - 1
+    pos = (edges.unsqueeze(0) <= flat.unsqueeze(1)).to(4).sum(1) - 1
+    last = edges[nb]
+    pos = torch.where(flat == last, torch.full_like(pos, nb - 1), pos)
+    inside = torch.logical_and(flat >= edges[0], flat <= last)
+    hit = torch.logical_and(pos.unsqueeze(1) == torch.arange(nb).unsqueeze(0), inside.unsqueeze(1)).to(flat.dtype)
+    if weight is not None:
+        hit = hit * weight.reshape(-1).to(flat.dtype).unsqueeze(1)
+    hist = hit.sum(0)
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+    return hist
+
+def histogram_bins(self: Tensor, bins: Tensor, weight: Optional[Tensor], density: bool):
+    flat = self.reshape(-1)
+    return _hist_counts(flat, bins.to(self.dtype), weight, density), bins
+
+def histogram_ct(self: Tensor, bins: int, rng: Optional[List[float]], weight: Optional[Tensor], density: bool):
+    flat = self.reshape(-1)
+    if rng is None:
+        lo = flat.min()
+        hi = flat.max()
+    else:
+        lo = torch.full([], rng[0], dtype=self.dtype)
+        hi = torch.full([], rng[1], dtype=self.dtype)
+    same = lo == hi
+    lo = torch.where(same, lo - 0.5, lo)
+    hi = torch.where(same, hi + 0.5, hi)
+    idx = torch.arange(bins + 1).to(self.dtype)
+    step = (hi - lo) / bins
+    edges = torch.where(idx < (bins + 1) // 2, lo + idx * step, hi - (bins - idx) * step)
+    return _hist_counts(flat, edges, weight, density), edges
+
 def gcd(self: Tensor, other: Tensor) -> Tensor:
     # Euclid on |a|, |b| element-wise, until every pair is done (an ONNX Loop; at most 92 steps for
     # int64, whose worst case is a pair of consecutive Fibonacci numbers). Done pairs keep their value.
@@ -614,6 +651,10 @@ const Rule kRules[] = {
     {"aten::diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor", "diagonal_scatter"},
     {"aten::lgamma(Tensor self) -> Tensor", "lgamma"},
     {"aten::gcd(Tensor self, Tensor other) -> Tensor", "gcd"},
+    {"aten::histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)",
+     "histogram_bins"},
+    {"aten::histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)",
+     "histogram_ct"},
     {"aten::lcm(Tensor self, Tensor other) -> Tensor", "lcm"},
     {"aten::digamma(Tensor self) -> Tensor", "digamma"},
     {"aten::special_digamma(Tensor self) -> Tensor", "digamma"},

@@ -1,6 +1,6 @@
 """Ops whose edge cases the converter once got wrong or lacked: order statistics (kthvalue, median,
 nanmedian, msort, quantile, nanquantile) with NaN and ties-free data, 0-d tensors given to ops with
-a dim argument, softplus's threshold, align_corners resizes by a scale factor, gcd / lcm, integer bitwise ops. Each exported through
+a dim argument, softplus's threshold, align_corners resizes by a scale factor, gcd / lcm, integer bitwise ops, histogram. Each exported through
 torch2onnx.export and compared with eager PyTorch in ONNX Runtime and in torch2onnx's runtime, at
 the example sizes and, where axes are dynamic, at other sizes."""
 import numpy as np
@@ -319,3 +319,23 @@ def test_integer_bitwise_ops(tmp_path, opset):
     u = torch.tensor([0, 1, 127, 128, 255, 200], dtype=torch.uint8)
     s = torch.tensor([-128, -1, 0, 1, 127, 85], dtype=torch.int8)
     check(M(), (a, b, u, s), tmp_path / "m.onnx", opset_version=opset)
+
+
+def test_histogram(tmp_path):
+    # Bin counts, given range, weights with density, explicit edges and an empty range (widened by
+    # 0.5 each way); the value equal to the last edge lands in the last bin, values outside nowhere.
+    class M(torch.nn.Module):
+        def forward(self, x, e, w):
+            h1, b1 = torch.histogram(x, 5)
+            h2, b2 = torch.histogram(x, 4, range=[-1.0, 1.0], weight=w, density=True)
+            h3, b3 = torch.histogram(x, e)
+            h4, b4 = torch.histogram(x * 0 + 1.0, 3)
+            return h1, b1, h2, b2, h3, b3, h4, b4
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 7, generator=g)
+    x[0, 0] = 2.0
+    e = torch.tensor([-2.0, -0.5, 0.0, 0.3, 2.0])
+    check(M(), (x, e, torch.rand(3, 7, generator=g)), tmp_path / "m.onnx", opset_version=17,
+          others=[(torch.randn(3, 9, generator=g), e, torch.rand(3, 9, generator=g))], input_names=["x", "e", "w"],
+          dynamic_axes={"x": {1: "n"}, "w": {1: "n"}})
