@@ -363,6 +363,26 @@ def histogram_ct(self: Tensor, bins: int, rng: Optional[List[float]], weight: Op
     edges = torch.where(idx < (bins + 1) // 2, lo + idx * step, hi - (bins - idx) * step)
     return _hist_counts(flat, edges, weight, density), edges
 
+# mode as torch computes it on the CPU: among the most frequent values of a slice the smallest, and
+# the last position holding it. Counts come from comparing every pair of the slice (n x n).
+def mode(self: Tensor, dim: int, keepdim: bool):
+    scalar = self.dim() == 0
+    d = 0 if scalar else dim
+    x = self.reshape([1]) if scalar else self
+    x = x.transpose(d, -1)
+    counts = (x.unsqueeze(-1) == x.unsqueeze(-2)).to(4).sum(-1)
+    top = counts == counts.max(-1, keepdim=True)[0]
+    fill = x.max(-1, keepdim=True)[0].expand_as(x)
+    v = torch.where(top, x, fill).min(-1, keepdim=True)[0]
+    pos = torch.arange(x.size(-1)).expand_as(x)
+    i = torch.where(x == v, pos, torch.full_like(pos, -1)).max(-1, keepdim=True)[0]
+    v = v.transpose(d, -1)
+    i = i.transpose(d, -1)
+    if scalar or not keepdim:
+        v = v.squeeze(d)
+        i = i.squeeze(d)
+    return v, i
+
 def gcd(self: Tensor, other: Tensor) -> Tensor:
     # Euclid on |a|, |b| element-wise, until every pair is done (an ONNX Loop; at most 92 steps for
     # int64, whose worst case is a pair of consecutive Fibonacci numbers). Done pairs keep their value.
@@ -651,6 +671,7 @@ const Rule kRules[] = {
     {"aten::diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor", "diagonal_scatter"},
     {"aten::lgamma(Tensor self) -> Tensor", "lgamma"},
     {"aten::gcd(Tensor self, Tensor other) -> Tensor", "gcd"},
+    {"aten::mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", "mode"},
     {"aten::histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)",
      "histogram_bins"},
     {"aten::histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)",

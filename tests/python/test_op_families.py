@@ -1,6 +1,6 @@
 """Ops whose edge cases the converter once got wrong or lacked: order statistics (kthvalue, median,
 nanmedian, msort, quantile, nanquantile) with NaN and ties-free data, 0-d tensors given to ops with
-a dim argument, softplus's threshold, align_corners resizes by a scale factor, gcd / lcm, integer bitwise ops, histogram. Each exported through
+a dim argument, softplus's threshold, align_corners resizes by a scale factor, gcd / lcm, integer bitwise ops, histogram, mode. Each exported through
 torch2onnx.export and compared with eager PyTorch in ONNX Runtime and in torch2onnx's runtime, at
 the example sizes and, where axes are dynamic, at other sizes."""
 import numpy as np
@@ -339,3 +339,19 @@ def test_histogram(tmp_path):
     check(M(), (x, e, torch.rand(3, 7, generator=g)), tmp_path / "m.onnx", opset_version=17,
           others=[(torch.randn(3, 9, generator=g), e, torch.rand(3, 9, generator=g))], input_names=["x", "e", "w"],
           dynamic_axes={"x": {1: "n"}, "w": {1: "n"}})
+
+
+def test_mode(tmp_path):
+    # The smallest of the most frequent values and the last position holding it, along any dim,
+    # with keepdim, on integers and on a 0-d tensor.
+    class M(torch.nn.Module):
+        def forward(self, x, k):
+            a, ai = torch.mode(x, 1)
+            b, bi = torch.mode(x, 0, keepdim=True)
+            c, ci = torch.mode(k)
+            d, di = torch.mode(x[0, 0])
+            return a, ai, b, bi, c, ci, d, di
+
+    x = torch.tensor([[3.0, 1, 3, 1, 2], [5, 5, 4, 4, 4], [7, 8, 9, 7, 9], [1, 1, 1, 1, 1]])
+    k = torch.tensor([[2, 2, 1, 1, 3], [0, -1, -1, 0, 0]])
+    check(M(), (x, k), tmp_path / "m.onnx", opset_version=17)
