@@ -25,7 +25,6 @@ bool VerifyReport::ok() const {
 
 namespace {
 
-// "model.py:42 aten::conv2d" -> {"model.py:42", "aten::conv2d"}; the converter writes it so.
 std::vector<ValueInfo> removed_infos(const Model& m) {
   std::vector<ValueInfo> r;
   for (const RemovedInput& i : removed_inputs(m)) r.push_back(i.info);

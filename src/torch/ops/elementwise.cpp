@@ -1,7 +1,6 @@
 // Arithmetic, comparison and math functions, with torch's broadcasting and scalar promotion:
 // operands are cast to the result type the profiling run observed.
 #include <cmath>
-#include <limits>
 
 #include "torch/ops/ops.h"
 
@@ -153,10 +152,6 @@ void gt(Ctx& c, const TNode* n) { compare(c, n, "Greater", false); }
 void le(Ctx& c, const TNode* n) { compare(c, n, "LessOrEqual", false); }
 void ge(Ctx& c, const TNode* n) { compare(c, n, "GreaterOrEqual", false); }
 
-bool is_integer(DType t) {
-  return t == DType::UInt8 || t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
-}
-
 // Integer and/or/xor in ops every opset has (ONNX's BitwiseAnd & co. came with opset 18), in int64,
 // where the narrower types' values are the same bits sign-extended. Bits 0-62 are the digits
 // d - 2 (d / 2), d = v / 2^k, of v, or for a negative v one minus those of ~v = -1 - v (which is
@@ -187,7 +182,7 @@ std::string integer_bitwise(Ctx& c, const TNode* n, const char* op) {
   auto combine = [&](const std::string& x, const std::string& y) {
     if (op == kAnd) return c.b.op1("Mul", {x, y});
     if (op == kOr) return c.b.op1("Max", {x, y});
-    return c.b.op1("Sub", {c.b.op1("Add", {x, y}), c.b.op1("Mul", {c.b.scalar(2, DType::Int64), c.b.op1("Mul", {x, y})})});
+    return c.b.op1("Abs", {c.b.op1("Sub", {x, y})});
   };
   std::string sign = c.b.op1("Equal", {combine(asign, bsign), one});
   std::string bits = combine(abits, bbits);
@@ -199,8 +194,8 @@ std::string integer_bitwise(Ctx& c, const TNode* n, const char* op) {
 
 void logical(Ctx& c, const TNode* n, const char* op) {
   DType t = c.out_dtype(n);
-  if (t != DType::Bool && is_integer(t) && c.b.opset() < 18) return c.out(n, integer_bitwise(c, n, op));
-  if (t != DType::Bool) throw UnsupportedError("bitwise ops on integers (ONNX has them from opset 18)");
+  if (dtype_is_integer(t)) return c.out(n, integer_bitwise(c, n, op));
+  if (t != DType::Bool) throw UnsupportedError("bitwise ops on " + std::string(dtype_name(t)));
   c.out(n, c.b.op1(op, {c.t_as(n, 0, DType::Bool), c.t_as(n, 1, DType::Bool)}));
 }
 void and_(Ctx& c, const TNode* n) { logical(c, n, kAnd); }
@@ -209,7 +204,7 @@ void xor_(Ctx& c, const TNode* n) { logical(c, n, kXor); }
 void not_(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
   // Two's complement: ~v = -1 - v, which never overflows; uint8: 255 - v.
-  if (is_integer(t)) return c.out(n, c.b.op1("Sub", {c.b.scalar(t == DType::UInt8 ? 255 : -1, t), c.t_as(n, 0, t)}));
+  if (dtype_is_integer(t)) return c.out(n, c.b.op1("Sub", {c.b.scalar(t == DType::UInt8 ? 255 : -1, t), c.t_as(n, 0, t)}));
   if (t != DType::Bool) throw UnsupportedError("bitwise_not of " + std::string(dtype_name(t)));
   c.out(n, c.b.op1("Not", {c.t_as(n, 0, DType::Bool)}));
 }
