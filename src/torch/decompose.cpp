@@ -386,9 +386,12 @@ def mode(self: Tensor, dim: int, keepdim: bool):
 def gcd(self: Tensor, other: Tensor) -> Tensor:
     # Euclid on |a|, |b| element-wise, until every pair is done (an ONNX Loop; at most 92 steps for
     # int64, whose worst case is a pair of consecutive Fibonacci numbers). Done pairs keep their value.
+    # The body runs at least once, so that shape learning sees it even when every pair starts done.
     a = torch.abs(self + other * 0)
     b = torch.abs(other + self * 0)
-    while bool(torch.any(b != 0)):
+    first = True
+    while first or bool(torch.any(b != 0)):
+        first = False
         nz = b != 0
         r = torch.remainder(a, torch.where(nz, b, torch.ones_like(b)))
         a = torch.where(nz, b, a)
@@ -671,12 +674,12 @@ const Rule kRules[] = {
     {"aten::diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor", "diagonal_scatter"},
     {"aten::lgamma(Tensor self) -> Tensor", "lgamma"},
     {"aten::gcd(Tensor self, Tensor other) -> Tensor", "gcd"},
-    {"aten::mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", "mode"},
+    {"aten::lcm(Tensor self, Tensor other) -> Tensor", "lcm"},
     {"aten::histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)",
      "histogram_bins"},
     {"aten::histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)",
      "histogram_ct"},
-    {"aten::lcm(Tensor self, Tensor other) -> Tensor", "lcm"},
+    {"aten::mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", "mode"},
     {"aten::digamma(Tensor self) -> Tensor", "digamma"},
     {"aten::special_digamma(Tensor self) -> Tensor", "digamma"},
     {"aten::special_psi(Tensor self) -> Tensor", "digamma"},
