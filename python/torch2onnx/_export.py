@@ -172,6 +172,10 @@ def _example_values(inputs):
             quantized[name] = (float(t.q_scale()), int(t.q_zero_point()))
             onnx_values.update({name: data[name], f"{name}_scale": np.array(float(t.q_scale())),
                                 f"{name}_zero_point": np.array(int(t.q_zero_point()), dtype=np.int64)})
+        elif isinstance(t, torch.Tensor) and t.is_complex():
+            raise UnsupportedError(f"input '{name}' is a {str(t.dtype).replace('torch.', '')} tensor, which ONNX has "
+                                   "no type for", "pass torch.view_as_real(x) and view it back as complex inside "
+                                   "the model (torch.view_as_complex)")
         else:
             data[name] = onnx_values[name] = _numpy(t)
     return data, quantized, onnx_values

@@ -152,6 +152,8 @@ class Ctx {
   std::function<void(const std::string&)> warn;
   // Training-mode export (ConvertOptions::training): batch norm with batch statistics, dropout kept.
   bool training = false;
+  // prim::If nodes whose condition was a constant, with the branch taken (0 then, 1 else).
+  std::map<const TNode*, int> constant_ifs;
 
   static std::string source_of(const TNode* n);
   // The submodule a node came from, "layer3.1.conv2" (from the inlined call stack); "" at top level.

@@ -232,6 +232,56 @@ Dims alternate_dims(const InputSpec& s, const ConvertOptions& o, Resize how) {
   return d;
 }
 
+// Whether a TorchScript value's elements reach the model's results, a control-flow decision or an
+// in-place write, rather than only its shape, dtype or device (x.size(), x.new_zeros(),
+// ones_like(x), y.type_as(x), (x + 2).shape[0]): what torch.onnx keeps an input for.
+bool reads_values(const TValue* v, const std::map<const TNode*, int>& constant_ifs,
+                  std::map<const TValue*, bool>& memo) {
+  static const std::set<std::string> metadata = {
+      "aten::size", "aten::dim", "aten::len", "aten::numel", "aten::is_floating_point", "aten::is_complex",
+      "prim::shape", "prim::device", "prim::dtype", "prim::layout", "prim::is_cuda", "aten::_shape_as_tensor",
+      "aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like", "aten::rand_like",
+      "aten::randn_like", "aten::randint_like", "aten::new_zeros", "aten::new_ones", "aten::new_empty",
+      "aten::new_full", "aten::_dim_arange", "aten::__is__", "aten::__isnot__"};
+  // The second argument of these is read for its shape or dtype only.
+  static const std::set<std::string> metadata_second = {"aten::type_as", "aten::expand_as", "aten::view_as",
+                                                        "aten::reshape_as", "aten::to"};
+  auto found = memo.find(v);
+  if (found != memo.end()) return found->second;
+  memo[v] = false;  // graphs are acyclic; a value met again on the way is not a read by itself
+  bool live = false;
+  for (const torch::jit::Use& u : v->uses()) {
+    const TNode* n = u.user;
+    std::string kind = n->kind().toQualString();
+    if (metadata.count(kind) || (metadata_second.count(kind) && u.offset == 1)) continue;
+    // A branch a constant condition did not take is gone from the ONNX model, with all it reads.
+    bool untaken = false;
+    for (const torch::jit::Block* b = n->owningBlock(); b != nullptr && b->owningNode() != nullptr && !untaken;
+         b = b->owningNode()->owningBlock()) {
+      auto decided = constant_ifs.find(b->owningNode());
+      untaken = decided != constant_ifs.end() && b->owningNode()->blocks()[static_cast<size_t>(decided->second)] != b;
+    }
+    if (untaken) continue;
+    if (kind == "prim::Return") {
+      const TNode* owner = n->owningBlock()->owningNode();
+      live = owner == nullptr ||
+             (u.offset < owner->outputs().size() && reads_values(owner->output(u.offset), constant_ifs, memo)) ||
+             owner->kind() == c10::prim::Loop;
+    } else if (kind == "prim::If" && constant_ifs.count(n)) {
+      continue;  // its condition was a constant
+    } else if (kind == "prim::If" || kind == "prim::Loop" || kind == "prim::RaiseException" ||
+               (!kind.empty() && kind.back() == '_') || kind == "aten::copy_" || n->outputs().empty()) {
+      live = true;  // a decision, an in-place write or a side effect
+    } else {
+      live = std::any_of(n->outputs().begin(), n->outputs().end(),
+                         [&](const TValue* o) { return reads_values(o, constant_ifs, memo); });
+    }
+    if (live) break;
+  }
+  memo[v] = live;
+  return live;
+}
+
 // The inputs that torch.onnx keeps although their values are never read (ConvertResult::
 // keep_inputs). torch.onnx folds the shape of a static-shaped input where the nodes reading that
 // shape become constant: an input read by Shape alone (zeros(x.shape), arange(x.size(0))), or by
@@ -697,15 +747,18 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
             int a = axis < 0 ? axis + static_cast<int>(s->dims.size()) : axis;
             if (a >= 0 && a < static_cast<int>(s->dims.size())) sizes.insert(s->dims[static_cast<size_t>(a)]);
           }
+      // A group that fails is split by axis position: a batch of 2 and a 2x2 feature map of the
+      // same size need not move together (the feature map alone may change, the batch not).
       std::vector<std::string> fixed;
-      for (int64_t size : sizes) {
+      auto try_group = [&](int64_t size, std::optional<int> only_axis) {
         ConvertOptions one = opts;
         for (DynamicSpec& ds : one.dynamic) {
           std::map<int, std::string> keep;
           if (const InputSpec* s = find_spec(opts, ds.input))
             for (const auto& [axis, label] : ds.axes) {
               int a = axis < 0 ? axis + static_cast<int>(s->dims.size()) : axis;
-              if (a >= 0 && a < static_cast<int>(s->dims.size()) && s->dims[static_cast<size_t>(a)] == size)
+              if (a >= 0 && a < static_cast<int>(s->dims.size()) && s->dims[static_cast<size_t>(a)] == size &&
+                  (!only_axis || *only_axis == a))
                 keep[axis] = "\x01size" + std::to_string(size);
             }
           ds.axes = keep;
@@ -713,8 +766,26 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
         bool before = any;
         any = false;
         resized_runs(one, {Resize::PlusOne, Resize::Doubled});
-        if (!any) fixed.push_back(std::to_string(size));
+        bool ok = any;
         any = any || before;
+        return ok;
+      };
+      for (int64_t size : sizes) {
+        if (try_group(size, std::nullopt)) continue;
+        std::set<int> positions;
+        for (const DynamicSpec& ds : opts.dynamic)
+          if (const InputSpec* s = find_spec(opts, ds.input))
+            for (const auto& [axis, label] : ds.axes) {
+              int a = axis < 0 ? axis + static_cast<int>(s->dims.size()) : axis;
+              if (a >= 0 && a < static_cast<int>(s->dims.size()) && s->dims[static_cast<size_t>(a)] == size)
+                positions.insert(a);
+            }
+        if (positions.size() < 2) {
+          fixed.push_back(std::to_string(size));
+          continue;
+        }
+        for (int a : positions)
+          if (!try_group(size, a)) fixed.push_back(std::to_string(size) + " (axis " + std::to_string(a) + ")");
       }
       if (any && !fixed.empty()) {
         std::string list;
@@ -928,6 +999,17 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   for (const TNode* n : g.nodes())
     for (const TValue* v : n->outputs()) link(v, n->kind().toQualString(), Ctx::source_of(n));
   result.keep_inputs = inputs_torch_onnx_keeps(model.graph);
+  // An input the TorchScript graph reads for its values stays, even where conversion found the
+  // result without it (len() of a list of its slices): torch.onnx keeps such inputs, and callers
+  // feed a model the inputs its forward() takes.
+  std::map<const TValue*, bool> value_reads;
+  for (const TValue* v : g.inputs()) {
+    auto it = ctx.values().find(v);
+    if (it == ctx.values().end() || it->second.kind != TV::Kind::Tensor || it->second.name.empty()) continue;
+    std::string name = renamed.count(it->second.name) ? renamed[it->second.name] : it->second.name;
+    if (reads_values(v, ctx.constant_ifs, value_reads) && std::find(result.keep_inputs.begin(), result.keep_inputs.end(), name) == result.keep_inputs.end())
+      result.keep_inputs.push_back(name);
+  }
   progress("");
   return result;
 }

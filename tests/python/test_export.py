@@ -186,6 +186,24 @@ def test_inputs_only_read_for_their_shape_are_removed(tmp_path):
     np.testing.assert_allclose(run(r2.path, x5.numpy(), like5.numpy())[0], (x5 + 1).numpy(), rtol=1e-6)
 
 
+class CountSlices(torch.nn.Module):
+    def forward(self, x):
+        parts = list(x.unbind())
+        parts.pop(1)
+        parts += [parts[0], parts[-1]]
+        return torch.ones(len(parts))
+
+
+def test_inputs_read_for_their_values_stay_when_conversion_does_not_need_them(tmp_path):
+    # x is read (unbind) though the result follows from its fixed shape alone: torch.onnx keeps such
+    # an input, and a caller feeds the model the inputs forward() takes.
+    x = torch.randn(6, 2)
+    r = torch2onnx.export(torch.jit.script(CountSlices()), (x,), tmp_path / "c.onnx")
+    assert r.input_names == ["x"] and not any("is not read" in n for n in r.notes)
+    (got,) = ort.run(r.path, [x.numpy()])
+    np.testing.assert_allclose(got, np.ones(7, np.float32))
+
+
 def test_matches_onnx_runtime_with_a_dynamic_batch(tmp_path):
     torch.manual_seed(3)
     m = torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3, stride=2), torch.nn.BatchNorm2d(6), torch.nn.ReLU(),
@@ -195,6 +213,13 @@ def test_matches_onnx_runtime_with_a_dynamic_batch(tmp_path):
     x = torch.randn(3, 3, 16, 16)
     (got,) = ort.run(p, [x.numpy()])
     np.testing.assert_allclose(got, m(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def lambda_module(f):
+    class Wrapped(torch.nn.Module):
+        def forward(self, x):
+            return f(x)
+    return Wrapped()
 
 
 def test_clear_errors(tmp_path):
@@ -207,6 +232,10 @@ def test_clear_errors(tmp_path):
     assert e.value.hint
     with pytest.raises(torch2onnx.UsageError, match="opset 8"):
         torch2onnx.export(m, torch.randn(1, 6), tmp_path / "x.onnx", opset_version=8)
+    # A complex input has no ONNX type: an export error (torch.onnx's RuntimeError), with the way out.
+    with pytest.raises(torch2onnx.UnsupportedError, match="input 'x' is a complex64 tensor") as e:
+        torch2onnx.export(lambda_module(lambda x: x.real * 2), torch.randn(3, dtype=torch.cfloat), tmp_path / "c.onnx")
+    assert isinstance(e.value, RuntimeError) and "view_as_real" in e.value.hint
     # As torch.onnx: a dynamic_axes name that is neither an input nor an output is warned about.
     with pytest.warns(torch2onnx.ConversionWarning, match="neither an input nor an output"):
         torch2onnx.export(m, torch.randn(1, 6), tmp_path / "warned.onnx", dynamic_axes={"nope": [0]})
@@ -330,3 +359,25 @@ def test_torch_onnx_folding_and_initializer_options(tmp_path):
     np.testing.assert_allclose(ort.run(r.path, [x.numpy()])[0], want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(torch2onnx.InferenceSession(r.path).run(None, {"x": x.numpy()})[0], want, rtol=1e-5,
                                atol=1e-6)
+
+
+class FixedBatchFreeWidth(torch.nn.Module):
+    """The batches of x and z, 2, are fixed by the model (reshaped to literal sizes); y's last axis,
+    also of size 2, may change, and the model computes a size from it."""
+
+    def forward(self, x, y, z):
+        return x.reshape(2, 3) * z.reshape(2, 3), y.reshape(y.shape[0], y.shape[1] * y.shape[2]) + 1
+
+
+def test_equal_sized_dynamic_axes_are_learned_apart_when_one_cannot_change(tmp_path):
+    m = FixedBatchFreeWidth()
+    p = tmp_path / "fixed_batch.onnx"
+    # Labelled apart, as torch.onnx's list form does; every run that moves all axes of size 2, or
+    # every other label, fails on a batch.
+    with pytest.warns(UserWarning, match=r"size 2 \(axis 0\)"):
+        torch2onnx.export(m, (torch.randn(2, 3), torch.randn(1, 4, 2), torch.randn(2, 3)), p,
+                          input_names=["x", "y", "z"], dynamic_axes={"x": {0: "a"}, "z": {0: "b"}, "y": {2: "c"}})
+    x, y, z = torch.randn(2, 3), torch.randn(1, 4, 5), torch.randn(2, 3)
+    got = ort.run(p, [x.numpy(), y.numpy(), z.numpy()])
+    for g, w in zip(got, m(x, y, z)):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)

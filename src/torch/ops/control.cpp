@@ -251,6 +251,7 @@ void if_(Ctx& c, const TNode* n) {
   bool r0 = raises(n->blocks()[0]), r1 = raises(n->blocks()[1]);
   if (cond.is_const() || r0 != r1) {
     int pick = cond.is_const() ? (cond.c.toBool() ? 0 : 1) : (r0 ? 1 : 0);
+    if (cond.is_const()) c.constant_ifs[n] = pick;
     auto* taken = const_cast<torch::jit::Block*>(n->blocks()[static_cast<size_t>(pick)]);
     c.convert_block(taken);
     for (size_t k = 0; k < n->outputs().size(); ++k) c.set(n->output(k), c.get(taken->outputs()[k]));
