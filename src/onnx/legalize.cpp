@@ -133,7 +133,11 @@ int legalize_graph(Graph& g, const TypeMap& types, int64_t opset, Counter& count
       if (allowed.empty()) continue;
       // ORT's gaps concern an op's type parameters; a formal of one fixed type (Where's bool
       // condition, Reshape's int64 shape) has nothing else to become.
-      if (allowed.count(onnx::Utils::DataTypeUtils::ToType(type_string(t->second))) &&
+      // ORT's Pow kernels take the exponent as int32, int64, float or double only.
+      bool pow_exponent_gap = n.op_type == "Pow" && i == 1 &&
+                              !(t->second == DType::Int32 || t->second == DType::Int64 ||
+                                t->second == DType::Float || t->second == DType::Double);
+      if (allowed.count(onnx::Utils::DataTypeUtils::ToType(type_string(t->second))) && !pow_exponent_gap &&
           (allowed.size() == 1 || !ort_lacks(n.op_type, opset, t->second)))
         continue;
       auto& entry = bad[ts];

@@ -359,3 +359,16 @@ def test_mode(tmp_path):
     x = torch.tensor([[3.0, 1, 3, 1, 2], [5, 5, 4, 4, 4], [7, 8, 9, 7, 9], [1, 1, 1, 1, 1]])
     k = torch.tensor([[2, 2, 1, 1, 3], [0, -1, -1, 0, 0]])
     check(M(), (x, k), tmp_path / "m.onnx", opset_version=17)
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_small_integer_powers(tmp_path, opset):
+    # uint8 / int8 bases and exponents: ONNX's Pow types its base from int32 up, and ONNX Runtime's
+    # kernels take the exponent as int32, int64, float or double only.
+    class M(torch.nn.Module):
+        def forward(self, u, e, s):
+            return u.pow(e), s.pow(e), u.float().pow(e)
+
+    u = torch.tensor([2, 3, 5, 0], dtype=torch.uint8)
+    check(M(), (u, torch.tensor([1, 2, 3, 0], dtype=torch.uint8), torch.tensor([-2, 3, -1, 4], dtype=torch.int8)),
+          tmp_path / "m.onnx", opset_version=opset)
