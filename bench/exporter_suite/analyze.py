@@ -1,3 +1,4 @@
+"""analyze.py T2O.jsonl TORCH.jsonl [N]: pass counts per exporter, the cases both ran, and the N most common reasons of the cases only torch.onnx passes."""
 import json, sys, collections, re
 def load(p):
     d = {}
