@@ -6,7 +6,6 @@ quantized tensors as integers, scale and zero point), keyword inputs by name, ev
 dtype and values (rtol/atol of the test, NaN equal), then the same for additional_test_inputs.
 An export error propagates unchanged, so tests that expect torch.onnx's errors see ours."""
 import copy
-import json
 import os
 import sys
 import tempfile
@@ -22,7 +21,6 @@ from ort_bridge import OrtBridge  # noqa: E402
 MIN_ONNX_OPSET_VERSION = 9
 MAX_ONNX_OPSET_VERSION = 17
 EXPORTER = os.environ.get("EXPORTER", "t2o")
-RESULTS = os.environ.get("RESULTS")
 _ORT = OrtBridge(timeout=120)
 
 
@@ -31,15 +29,18 @@ def parameterize_class_name(cls, idx, input_dicts):
 
 
 class Stage(Exception):
+    """A failure outside the comparison, its message led by [stage] (ort, outputs)."""
+
     def __init__(self, stage, msg):
         super().__init__(f"[{stage}] {msg}")
-        self.stage = stage
 
 
 _QV = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
 
 
-def _leaves(v, out, numbers, inputs=True):
+def _leaves(v, out, inputs=True):
+    """The arrays torch.onnx's verification flattens v into: tensors, Python numbers, a quantized tensor
+    as its integers, scale and zero point (typed as inputs or as outputs), nested tuples/lists/dicts."""
     if isinstance(v, torch.Tensor) and v.is_quantized:
         scale = torch.tensor(v.q_scale(), dtype=torch.double if inputs else torch.float32)
         zp = torch.tensor(v.q_zero_point(), dtype=torch.int64 if inputs else _QV[v.dtype])
@@ -47,16 +48,11 @@ def _leaves(v, out, numbers, inputs=True):
         out.extend([q.numpy(), scale.numpy(), zp.numpy()])
     elif isinstance(v, torch.Tensor):
         out.append(v.detach().cpu().numpy() if v.dtype != torch.bfloat16 else v.float().numpy())
-    elif isinstance(v, bool) and numbers:
+    elif isinstance(v, (bool, int, float)):
         out.append(np.array(v))
-    elif isinstance(v, (int, float)) and numbers:
-        out.append(np.array(v))
-    elif isinstance(v, (list, tuple)):
-        for e in v:
-            _leaves(e, out, numbers)
-    elif isinstance(v, dict):
-        for e in v.values():
-            _leaves(e, out, numbers)
+    elif isinstance(v, (list, tuple, dict)):
+        for e in (v.values() if isinstance(v, dict) else v):
+            _leaves(e, out, inputs)
     return out
 
 
@@ -93,77 +89,81 @@ class _TestONNXRuntime(unittest.TestCase):
         if self.is_script_test_enabled and self.is_script:
             sm = model if is_model_script else torch.jit.script(model)
             self._run(sm, input_args, input_kwargs, rtol, atol, do_constant_folding, dynamic_axes,
-                      additional_test_inputs, input_names, output_names, training, s_idx, True)
+                      additional_test_inputs, input_names, output_names, training, s_idx)
         if not is_model_script and not self.is_script:
             self._run(model, input_args, input_kwargs, rtol, atol, do_constant_folding, dynamic_axes,
-                      additional_test_inputs, input_names, output_names, training, t_idx, False)
+                      additional_test_inputs, input_names, output_names, training, t_idx)
 
     def _run(self, model, input_args, input_kwargs, rtol, atol, do_constant_folding, dynamic_axes,
-             additional_test_inputs, input_names, output_names, training, remained, scripted):
+             additional_test_inputs, input_names, output_names, training, remained):
         self.run_test_calls += 1
-        if input_kwargs is None:
-            input_kwargs = {}
+        input_kwargs = input_kwargs or {}
         if isinstance(input_args, torch.Tensor):
             input_args = (input_args,)
-        if isinstance(input_args, list):
-            input_args = tuple(input_args)
+        input_args = tuple(input_args)
         if training is not None and training == torch.onnx.TrainingMode.TRAINING:
             model.train()
         elif training is None or training == torch.onnx.TrainingMode.EVAL:
             model.eval()
-        work = tempfile.mkdtemp(prefix="exp_")
-        path = os.path.join(work, "m.onnx")
         kw = dict(do_constant_folding=do_constant_folding, dynamic_axes=dynamic_axes, input_names=input_names,
                   output_names=output_names, keep_initializers_as_inputs=self.keep_initializers_as_inputs)
         if training is not None:
             kw["training"] = training
-        with torch.no_grad():
+        sets = [(input_args, input_kwargs)]
+        sets += [((e,) if isinstance(e, torch.Tensor) else tuple(e), {}) for e in additional_test_inputs or []]
+        with torch.no_grad(), tempfile.TemporaryDirectory(prefix="t2o_suite_") as work:
+            # PyTorch first, then the export (both run the model: models that change their own state see
+            # the same order as in torch.onnx's harness).
             first_want = model(*copy.deepcopy(input_args), **copy.deepcopy(input_kwargs))
+            path = os.path.join(work, "m.onnx")
             try:
                 _export(model, copy.deepcopy(input_args), copy.deepcopy(input_kwargs), path, self.opset_version, **kw)
             except Exception as e:  # noqa: BLE001
-                e.args = (f"[export] {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",) + tuple(e.args[1:])
+                first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                e.args = (f"[export] {type(e).__name__}: {first}",) + tuple(e.args[1:])
                 raise
-            sets = [(input_args, input_kwargs)]
-            for extra in additional_test_inputs or []:
-                if isinstance(extra, torch.Tensor):
-                    extra = (extra,)
-                sets.append((tuple(extra), {}))
-            m = onnx.load(path)
-            inits = {i.name for i in m.graph.initializer}
-            names = [i.name for i in m.graph.input if i.name not in inits]
-            for k_set, (args, kwargs) in enumerate(sets):
-                want = first_want if k_set == 0 else model(*copy.deepcopy(args), **copy.deepcopy(kwargs))
-                leaves = _leaves(args, [], numbers=True)
-                if remained is not None:
-                    leaves = [leaves[i] for i in remained]
-                feeds = {k: _leaves(v, [], True)[0] for k, v in kwargs.items()
-                         if isinstance(v, torch.Tensor) or isinstance(v, (int, float))}
-                pos = [n for n in names if n not in feeds]
-                if len(leaves) > len(pos):
-                    raise ValueError(f"[inputs] got too many positional inputs: {len(leaves)} inputs given, the model takes {len(pos)} ({names})")
-                for n, v in zip(pos, leaves):
-                    feeds[n] = v
+            g = onnx.load(path).graph
+            inits = {i.name for i in g.initializer}
+            names = [i.name for i in g.input if i.name not in inits]
+            for k, (args, kwargs) in enumerate(sets):
+                want = first_want if k == 0 else model(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+                got = self._ort_outputs(path, names, args, kwargs, remained, work)
+                self._compare(got, _leaves(want if isinstance(want, (tuple, list, dict)) else (want,), [], inputs=False),
+                              rtol, atol)
+
+    @staticmethod
+    def _ort_outputs(path, names, args, kwargs, remained, work):
+        """ORT's outputs, fed as torch.onnx's verification feeds: keywords by name, the rest by position."""
+        leaves = _leaves(args, [])
+        if remained is not None:
+            leaves = [leaves[i] for i in remained]
+        feeds = {k: _leaves(v, [])[0] for k, v in kwargs.items() if isinstance(v, (torch.Tensor, int, float))}
+        pos = [n for n in names if n not in feeds]
+        if len(leaves) > len(pos):  # torch.onnx's own words, which some tests expect
+            raise ValueError(f"[inputs] got too many positional inputs: {len(leaves)} given, the model takes "
+                             f"{len(pos)} ({names})")
+        feeds.update(zip(pos, leaves))
+        try:
+            return _ORT.run(path, feeds, work)
+        except Exception as e:  # noqa: BLE001
+            raise Stage("ort", str(e).strip().splitlines()[0][:300]) from None
+
+    def _compare(self, got, want, rtol, atol):
+        if len(got) != len(want):
+            raise Stage("outputs", f"{len(got)} outputs, PyTorch has {len(want)}")
+        for k, (g, w) in enumerate(zip(got, want)):
+            if not self.check_shape and g.shape != w.shape:
                 try:
-                    got = _ORT.run(path, feeds, work)
-                except Exception as e:  # noqa: BLE001
-                    raise Stage("ort", str(e).strip().splitlines()[0][:300])
-                want = _leaves(want if isinstance(want, (tuple, list, dict)) else (want,), [], True, inputs=False)
-                if len(got) != len(want):
-                    raise Stage("outputs", f"{len(got)} outputs, PyTorch has {len(want)}")
-                for k, (g, w) in enumerate(zip(got, want)):
-                    if not self.check_shape:
-                        try:
-                            g = np.broadcast_to(g, w.shape) if g.shape != w.shape else g
-                        except ValueError:
-                            pass
-                    if g.shape != w.shape:
-                        raise Stage("mismatch", f"output {k}: shape {g.shape} vs {w.shape}")
-                    if self.check_dtype and g.dtype != w.dtype:
-                        raise Stage("dtype", f"output {k}: {g.dtype} vs {w.dtype}")
-                    try:
-                        torch.testing.assert_close(torch.from_numpy(np.array(g)).to(torch.from_numpy(np.array(w)).dtype),
-                                                   torch.from_numpy(np.array(w)), rtol=rtol, atol=atol,
-                                                   equal_nan=True, check_dtype=False)
-                    except AssertionError as e:
-                        raise Stage("mismatch", f"output {k}: " + " ".join(str(e).split())[:200])
+                    g = np.broadcast_to(g, w.shape)
+                except ValueError:
+                    pass
+            if g.shape != w.shape:
+                raise AssertionError(f"[mismatch] output {k}: shape {g.shape} vs {w.shape}")
+            if self.check_dtype and g.dtype != w.dtype:
+                raise AssertionError(f"[dtype] output {k}: {g.dtype} vs {w.dtype}")
+            w = torch.from_numpy(np.array(w))
+            try:
+                torch.testing.assert_close(torch.from_numpy(np.array(g)).to(w.dtype), w, rtol=rtol, atol=atol,
+                                           equal_nan=True, check_dtype=False)
+            except AssertionError as e:  # torch's text ("Tensor-likes are not close!"), which some tests expect
+                raise AssertionError(f"[mismatch] output {k}: " + " ".join(str(e).split())[:300]) from None

@@ -14,113 +14,63 @@ RNN_INPUT_SIZE = 5
 RNN_HIDDEN_SIZE = 3
 
 
-def _skipper(condition, reason):
-    def decorator(f):
-        @functools.wraps(f)
-        def wrapper(*args, **kwargs):
-            if condition():
+def _skip_if(skip, reason):
+    """A test decorator skipping when skip(test) holds."""
+    def dec(func):
+        @functools.wraps(func)
+        def wrapper(self, *a, **k):
+            if skip(self):
                 raise unittest.SkipTest(reason)
-            return f(*args, **kwargs)
+            return func(self, *a, **k)
         return wrapper
-    return decorator
+    return dec
 
 
-skipIfNoCuda = _skipper(lambda: True, "CUDA is not available")
-skipIfTravis = _skipper(lambda: False, "")
-skipIfNoBFloat16Cuda = _skipper(lambda: True, "no CUDA")
+def _setting(attr):
+    """A test decorator turning the test's check `attr` off."""
+    def dec(func):
+        @functools.wraps(func)
+        def wrapper(self, *a, **k):
+            setattr(self, attr, False)
+            return func(self, *a, **k)
+        return wrapper
+    return dec
+
+
+skipIfNoCuda = _skip_if(lambda self: True, "CUDA is not available")
+skipIfNoBFloat16Cuda = _skip_if(lambda self: True, "CUDA is not available")
+skipIfTravis = _skip_if(lambda self: False, "")
+skipShapeChecking = _setting("check_shape")
+skipDtypeChecking = _setting("check_dtype")
+skipIfQuantizationBackendQNNPack = _skip_if(lambda self: torch.backends.quantized.engine == "qnnpack", "qnnpack")
 
 
 def skipIfUnsupportedMinOpsetVersion(v):
-    def dec(func):
-        @functools.wraps(func)
-        def wrapper(self, *a, **k):
-            if self.opset_version < v:
-                raise unittest.SkipTest("opset")
-            return func(self, *a, **k)
-        return wrapper
-    return dec
+    return _skip_if(lambda self: self.opset_version < v, f"opset < {v}")
 
 
 def skipIfUnsupportedMaxOpsetVersion(v):
-    def dec(func):
-        @functools.wraps(func)
-        def wrapper(self, *a, **k):
-            if self.opset_version > v:
-                raise unittest.SkipTest("opset")
-            return func(self, *a, **k)
-        return wrapper
-    return dec
-
-
-def skipForAllOpsetVersions():
-    def dec(func):
-        @functools.wraps(func)
-        def wrapper(self, *a, **k):
-            if self.opset_version:
-                raise unittest.SkipTest("all opsets")
-            return func(self, *a, **k)
-        return wrapper
-    return dec
-
-
-def skipTraceTest(skip_before_opset_version: Optional[int] = None, reason: str = ""):
-    def dec(func):
-        @functools.wraps(func)
-        def wrapper(self, *a, **k):
-            skip = True if skip_before_opset_version is None else self.opset_version < skip_before_opset_version
-            if skip and not self.is_script:
-                raise unittest.SkipTest("trace skipped")
-            return func(self, *a, **k)
-        return wrapper
-    return dec
-
-
-def skipScriptTest(skip_before_opset_version: Optional[int] = None, reason: str = ""):
-    def dec(func):
-        @functools.wraps(func)
-        def wrapper(self, *a, **k):
-            skip = True if skip_before_opset_version is None else self.opset_version < skip_before_opset_version
-            if skip and self.is_script:
-                raise unittest.SkipTest("script skipped")
-            return func(self, *a, **k)
-        return wrapper
-    return dec
+    return _skip_if(lambda self: self.opset_version > v, f"opset > {v}")
 
 
 def skipIfUnsupportedOpsetVersion(versions):
-    def dec(func):
-        @functools.wraps(func)
-        def wrapper(self, *a, **k):
-            if self.opset_version in versions:
-                raise unittest.SkipTest("opset")
-            return func(self, *a, **k)
-        return wrapper
-    return dec
+    return _skip_if(lambda self: self.opset_version in versions, f"opset in {versions}")
 
 
-def skipShapeChecking(func):
-    @functools.wraps(func)
-    def wrapper(self, *a, **k):
-        self.check_shape = False
-        return func(self, *a, **k)
-    return wrapper
+def skipForAllOpsetVersions():
+    return _skip_if(lambda self: bool(self.opset_version), "every opset")
 
 
-def skipDtypeChecking(func):
-    @functools.wraps(func)
-    def wrapper(self, *a, **k):
-        self.check_dtype = False
-        return func(self, *a, **k)
-    return wrapper
+def _before(v, self):
+    return v is None or self.opset_version < v
 
 
-def skipIfQuantizationBackendQNNPack(func):
-    @functools.wraps(func)
-    def wrapper(self, *a, **k):
-        if torch.backends.quantized.engine == "qnnpack":
-            raise unittest.SkipTest("qnnpack")
-        return func(self, *a, **k)
-    return wrapper
+def skipTraceTest(skip_before_opset_version: Optional[int] = None, reason: str = ""):
+    return _skip_if(lambda self: _before(skip_before_opset_version, self) and not self.is_script, f"traced: {reason}")
+
+
+def skipScriptTest(skip_before_opset_version: Optional[int] = None, reason: str = ""):
+    return _skip_if(lambda self: _before(skip_before_opset_version, self) and self.is_script, f"scripted: {reason}")
 
 
 def flatten(x):

@@ -88,15 +88,8 @@ def cmd_run(ids_file, out):
             tb = (res.failures or res.errors)[0][1]
             last = [l for l in tb.strip().splitlines() if l.strip()][-1]
             rec["status"] = "fail"
-            stage = "other"
-            if "onnx_test_common.Stage:" in last or last.startswith("Stage:"):
-                stage = last.split("[", 1)[1].split("]", 1)[0]
-            elif "[export]" in last:
-                stage = "export"
-            elif "Timeout" in last:
-                stage = "timeout"
-            elif "torch/jit/" in tb and "script" in tb:
-                stage = "script"
+            tagged = re.search(r"\[(export|inputs|ort|outputs|mismatch|dtype)\]", last)
+            stage = tagged.group(1) if tagged else "timeout" if "Timeout" in last else "other"
             rec["stage"] = stage
             rec["msg"] = last[:400]
         else:

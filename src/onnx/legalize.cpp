@@ -4,6 +4,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -118,6 +119,10 @@ int legalize_graph(Graph& g, const TypeMap& types, int64_t opset, Counter& count
       static const onnx::DataTypeSet none;
       return none;
     };
+    // ORT lacks a kernel for input i of type t: for the op, or for that input alone ("Pow.1").
+    auto ort_gap = [&](int i, DType t) {
+      return ort_lacks(n.op_type, opset, t) || (i > 0 && ort_lacks(n.op_type + "." + std::to_string(i), opset, t));
+    };
     // Constraint name -> the type its inputs have (when rejected) and which inputs carry it.
     std::map<std::string, std::pair<DType, std::vector<int>>> bad;
     for (int i = 0; i < n.num_inputs(); ++i) {
@@ -133,12 +138,8 @@ int legalize_graph(Graph& g, const TypeMap& types, int64_t opset, Counter& count
       if (allowed.empty()) continue;
       // ORT's gaps concern an op's type parameters; a formal of one fixed type (Where's bool
       // condition, Reshape's int64 shape) has nothing else to become.
-      // ORT's Pow kernels take the exponent as int32, int64, float or double only.
-      bool pow_exponent_gap = n.op_type == "Pow" && i == 1 &&
-                              !(t->second == DType::Int32 || t->second == DType::Int64 ||
-                                t->second == DType::Float || t->second == DType::Double);
-      if (allowed.count(onnx::Utils::DataTypeUtils::ToType(type_string(t->second))) && !pow_exponent_gap &&
-          (allowed.size() == 1 || !ort_lacks(n.op_type, opset, t->second)))
+      if (allowed.count(onnx::Utils::DataTypeUtils::ToType(type_string(t->second))) &&
+          (allowed.size() == 1 || !ort_gap(i, t->second)))
         continue;
       auto& entry = bad[ts];
       entry.first = t->second;
@@ -160,7 +161,7 @@ int legalize_graph(Graph& g, const TypeMap& types, int64_t opset, Counter& count
       }
       for (DType w : wider_types(what.first))
         if (pick == DType::Undefined && allowed.count(onnx::Utils::DataTypeUtils::ToType(type_string(w))) &&
-            !ort_lacks(n.op_type, opset, w)) {
+            std::none_of(what.second.begin(), what.second.end(), [&](int i) { return ort_gap(i, w); })) {
           pick = w;
           break;
         }

@@ -262,15 +262,17 @@ bool reads_values(const TValue* v, const std::map<const TNode*, int>& constant_i
       untaken = decided != constant_ifs.end() && b->owningNode()->blocks()[static_cast<size_t>(decided->second)] != b;
     }
     if (untaken) continue;
+    // In-place ops end in one underscore (add_, copy_); dunder ops (__getitem__) are not in place.
+    bool in_place = kind.size() > 2 && kind.back() == '_' && kind[kind.size() - 2] != '_';
     if (kind == "prim::Return") {
+      // The graph's results; a loop's next iteration; an If's result as far as that is read.
       const TNode* owner = n->owningBlock()->owningNode();
-      live = owner == nullptr ||
-             (u.offset < owner->outputs().size() && reads_values(owner->output(u.offset), constant_ifs, memo)) ||
-             owner->kind() == c10::prim::Loop;
+      live = owner == nullptr || owner->kind() == c10::prim::Loop ||
+             reads_values(owner->output(u.offset), constant_ifs, memo);
     } else if (kind == "prim::If" && constant_ifs.count(n)) {
       continue;  // its condition was a constant
-    } else if (kind == "prim::If" || kind == "prim::Loop" || kind == "prim::RaiseException" ||
-               (!kind.empty() && kind.back() == '_') || kind == "aten::copy_" || n->outputs().empty()) {
+    } else if (kind == "prim::If" || kind == "prim::Loop" || kind == "prim::RaiseException" || in_place ||
+               n->outputs().empty()) {
       live = true;  // a decision, an in-place write or a side effect
     } else {
       live = std::any_of(n->outputs().begin(), n->outputs().end(),
@@ -740,12 +742,12 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
       // Some axes cannot change at all (channels marked dynamic with the rest, as torch.onnx's
       // list form invites): each group of equal-sized axes is tried alone, the others kept; the
       // groups that may change are learned, the others stay the example's size.
-      std::set<int64_t> sizes;
+      std::map<int64_t, std::set<int>> positions;  // size -> the axis positions of that size
       for (const DynamicSpec& ds : opts.dynamic)
         if (const InputSpec* s = find_spec(opts, ds.input))
           for (const auto& [axis, label] : ds.axes) {
             int a = axis < 0 ? axis + static_cast<int>(s->dims.size()) : axis;
-            if (a >= 0 && a < static_cast<int>(s->dims.size())) sizes.insert(s->dims[static_cast<size_t>(a)]);
+            if (a >= 0 && a < static_cast<int>(s->dims.size())) positions[s->dims[static_cast<size_t>(a)]].insert(a);
           }
       // A group that fails is split by axis position: a batch of 2 and a 2x2 feature map of the
       // same size need not move together (the feature map alone may change, the batch not).
@@ -770,21 +772,13 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
         any = any || before;
         return ok;
       };
-      for (int64_t size : sizes) {
+      for (const auto& [size, at] : positions) {
         if (try_group(size, std::nullopt)) continue;
-        std::set<int> positions;
-        for (const DynamicSpec& ds : opts.dynamic)
-          if (const InputSpec* s = find_spec(opts, ds.input))
-            for (const auto& [axis, label] : ds.axes) {
-              int a = axis < 0 ? axis + static_cast<int>(s->dims.size()) : axis;
-              if (a >= 0 && a < static_cast<int>(s->dims.size()) && s->dims[static_cast<size_t>(a)] == size)
-                positions.insert(a);
-            }
-        if (positions.size() < 2) {
+        if (at.size() < 2) {
           fixed.push_back(std::to_string(size));
           continue;
         }
-        for (int a : positions)
+        for (int a : at)
           if (!try_group(size, a)) fixed.push_back(std::to_string(size) + " (axis " + std::to_string(a) + ")");
       }
       if (any && !fixed.empty()) {
@@ -1007,7 +1001,8 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     auto it = ctx.values().find(v);
     if (it == ctx.values().end() || it->second.kind != TV::Kind::Tensor || it->second.name.empty()) continue;
     std::string name = renamed.count(it->second.name) ? renamed[it->second.name] : it->second.name;
-    if (reads_values(v, ctx.constant_ifs, value_reads) && std::find(result.keep_inputs.begin(), result.keep_inputs.end(), name) == result.keep_inputs.end())
+    if (reads_values(v, ctx.constant_ifs, value_reads) &&
+        std::find(result.keep_inputs.begin(), result.keep_inputs.end(), name) == result.keep_inputs.end())
       result.keep_inputs.push_back(name);
   }
   progress("");

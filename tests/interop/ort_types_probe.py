@@ -1,5 +1,6 @@
 """Measures which element types ONNX Runtime's CPU provider implements for each op the converter
-emits, at each opset 9-17, by creating a one-node session per (op, type, opset).
+emits, at each opset 9-17, by creating a one-node session per (op, type, opset). An entry "OP.K" is
+about input K alone having the type (Pow's exponent).
 
 usage: ort_types_probe.py OUT.inc            writes the table src/onnx/ort_cpu_types.inc includes
        ort_types_probe.py --check TABLE.inc  exits 1 when the table differs from what ORT says
@@ -31,7 +32,7 @@ REDUCE = ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceMean", "Re
           "ReduceSumSquare", "ReduceLogSumExp", "ArgMax", "ArgMin"]
 OTHER = ["Where", "Clip", "CumSum", "Reshape", "Concat", "Slice", "Gather", "GatherElements", "GatherND", "Expand",
          "Tile", "Squeeze", "Unsqueeze", "Pad", "TopK", "Range", "Split", "ScatterElements", "ScatterND", "Einsum",
-         "Resize", "OneHot", "ConstantOfShape", "Cast"]
+         "Resize", "OneHot", "ConstantOfShape", "Cast", "Pow.1"]
 
 
 def i64(name, vals, dims=None):
@@ -130,6 +131,9 @@ def node_for(op, t, opset):
         return [h.make_node(op, ["x", "d", "v"], ["o"])], [x], [i64("d", [4], []), h.make_tensor("v", T.FLOAT, [2], [0, 1])]
     if op == "ConstantOfShape":
         return [h.make_node(op, ["s"], ["o"], value=h.make_tensor("v", t, [1], [1]))], [], [i64("s", [2, 3])]
+    if op == "Pow.1":  # "OP.K": input K alone of type t (Pow's exponent, under a float base)
+        xf = h.make_tensor_value_info("x", T.FLOAT, [2, 3])
+        return [h.make_node("Pow", ["x", "y"], ["o"])], [xf, y], []
     if op == "Cast":  # from t to float
         return [h.make_node(op, ["x"], ["o"], to=T.FLOAT)], [x], []
     raise ValueError(op)
