@@ -227,4 +227,11 @@ std::string Builder::transpose(const std::string& x, const std::vector<int64_t>&
   return op1("Transpose", {x}, {Attribute::make_ints("perm", perm)});
 }
 
+std::string Builder::linear(const std::string& x, const std::string& w, const std::string& bias) {
+  if (bias.empty() && opset_ < 11) return op1("MatMul", {x, transpose(w, {1, 0})});
+  std::vector<std::string> in{x, w};
+  if (!bias.empty()) in.push_back(bias);
+  return op1("Gemm", in, {Attribute::make_int("transB", 1)});
+}
+
 }  // namespace t2o

@@ -82,6 +82,9 @@ class Builder {
   std::string concat(const std::vector<std::string>& xs, int64_t axis);
   std::string reshape(const std::string& x, const std::vector<int64_t>& shape);
   std::string transpose(const std::string& x, const std::vector<int64_t>& perm);
+  // x @ w^T (+ bias when given): Gemm; without a bias before opset 11 (where Gemm's C is required)
+  // MatMul of the transposed weight.
+  std::string linear(const std::string& x, const std::string& w, const std::string& bias = {});
 
  private:
   Model& model_;

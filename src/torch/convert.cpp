@@ -368,12 +368,22 @@ std::vector<std::string> inputs_torch_onnx_keeps(const Graph& g) {
 
 // Dict values flatten in insertion order; `keys` gets the key of each output that is a dict value
 // with a string key ("out", "aux"), else "".
+// `type` is the TorchScript type of v where known: a value that control flow carries as (has,
+// tensor) but that TorchScript types as Tensor is never None where it is returned (the None side
+// is an early return's placeholder, prim::Uninitialized), so it is output as a plain tensor.
 void flatten_outputs(Ctx& ctx, const TV& v, std::vector<TV>& out, std::vector<std::string>& keys,
-                     const std::string& key = {}) {
+                     const std::string& key = {}, const c10::TypePtr& type = nullptr) {
+  auto item_type = [&](size_t i) -> c10::TypePtr {
+    if (!type) return nullptr;
+    if (auto t = type->cast<c10::TupleType>()) return i < t->elements().size() ? t->elements()[i] : nullptr;
+    if (auto l = type->cast<c10::ListType>()) return l->getElementType();
+    if (auto d = type->cast<c10::DictType>()) return d->getValueType();
+    return nullptr;
+  };
   if (v.kind == TV::Kind::List)
     for (size_t i = 0; i < v.items.size(); ++i)
       flatten_outputs(ctx, v.items[i], out, keys,
-                      v.dict && v.keys[i].isString() ? v.keys[i].toStringRef() : std::string());
+                      v.dict && v.keys[i].isString() ? v.keys[i].toStringRef() : std::string(), item_type(i));
   else if (v.is_const() && (v.c.isList() || v.c.isTuple()))
     for (const auto& e : v.c.isList() ? v.c.toListRef().vec() : v.c.toTupleRef().elements().vec())
       flatten_outputs(ctx, TV::constant(e), out, keys);
@@ -391,6 +401,7 @@ void flatten_outputs(Ctx& ctx, const TV& v, std::vector<TV>& out, std::vector<st
     }
   } else if (!v.is_none()) {  // ONNX has no None outputs (e.g. absent aux logits); drop them
     out.push_back(v);
+    if (!v.has.empty() && type && type->kind() == c10::TypeKind::TensorType) out.back().has.clear();
     keys.push_back(key);
   }
 }
@@ -851,7 +862,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
 
   std::vector<TV> outs;
   std::vector<std::string> keys;
-  for (const TValue* v : g.outputs()) flatten_outputs(ctx, ctx.get(v), outs, keys);
+  for (const TValue* v : g.outputs()) flatten_outputs(ctx, ctx.get(v), outs, keys, {}, v->type());
   // Fewer names than outputs name the first ones (as torch.onnx's output_names); more is an error.
   if (opts.output_names.size() > outs.size())
     throw Error("--output-names gives " + std::to_string(opts.output_names.size()) + " names but the model has " +

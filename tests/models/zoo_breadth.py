@@ -339,10 +339,49 @@ class BagOffsets(nn.Module):
         return self.bag(idx, offsets), self.emb(tokens)
 
 
+class BiasFreeCells(nn.Module):
+    """Linear and LSTM/GRU cells without biases on 2-D inputs (Gemm has no bias input before opset 11)."""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 6, bias=False)
+        self.lstm = nn.LSTMCell(6, 5, bias=False)
+        self.gru = nn.GRUCell(5, 3, bias=False)
+
+    def forward(self, x, h, c):
+        h1, c1 = self.lstm(self.fc(x), (h, c))
+        return self.gru(h1), c1
+
+
+class PixelShuffleDynamic(nn.Module):
+    """pixel_shuffle and pixel_unshuffle where every dim of the input is dynamic."""
+    def forward(self, x):
+        return F.pixel_shuffle(x, 2), F.pixel_unshuffle(x, 2)
+
+
+class OldOpsetForms(nn.Module):
+    """Ops whose ONNX forms before opset 11 differ: arange with computed bounds (no Range), two index
+    tensors (no GatherND), scatter_add (dense, Pad without input pads), nearest interpolation by a
+    scale factor that is not whole (torch maps positions by 1 / scale, not in / out)."""
+    def forward(self, x, idx):
+        n = x.size(0)
+        a = torch.arange(0.5, n * 1.5, 0.75)
+        b = torch.arange(n - 1, -1, -2)
+        g = x[idx, idx.flip(0)]
+        s = torch.zeros(n, 3).scatter_add(0, idx.abs().unsqueeze(1).expand(-1, 3), x[:3, 0])
+        u = F.interpolate(x, scale_factor=2.3, mode="nearest", recompute_scale_factor=False)
+        return a, b, g, s, u
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
     return {
+        "br_bias_free_cells": lambda: dict(model=BiasFreeCells(), inputs=[r(3, 4), r(3, 5), r(3, 5)],
+                                           dynamic=["x:0=b", "h:0=b", "c:0=b"], alt_inputs=[r(2, 4), r(2, 5), r(2, 5)]),
+        "br_pixel_shuffle_dynamic": lambda: dict(model=PixelShuffleDynamic(), inputs=[r(2, 8, 4, 6)],
+                                                 dynamic=["x:0=n,1=c,2=h,3=w"], alt_inputs=[r(1, 12, 6, 2)]),
+        "br_old_opset_forms": lambda: dict(model=OldOpsetForms(), inputs=[r(4, 4, 3), torch.tensor([3, 0, -1])],
+                                           data=True, dynamic=["x:0=n,1=m"], alt_inputs=[r(6, 6, 3), torch.tensor([5, 1, -2])]),
         "br_fake_quant_trace": lambda: dict(model=FakeQuant(), inputs=[qx, torch.tensor(0.02), torch.tensor(2)], mode="trace",
                                             data=True, dynamic=["x:0=n"], alt_inputs=[qx[:2], torch.tensor(0.02), torch.tensor(2)],
                                             min_opset=(11, "aten::fake_quantize_per_channel_affine", "g = torch.fake")),
@@ -363,7 +402,7 @@ def fixtures():
         "br_refined_loop_none": lambda: dict(model=RefinedLoop(False), inputs=[r(10, 5)], dynamic=["x:0=n,1=m"],
                                              alt_inputs=[r(13, 7)]),
         "br_eye_dtype": lambda: dict(model=EyeDtype(), inputs=[r(2, 3, 4)], mode="trace", dynamic=["x:0=a,1=b,2=c"],
-                                     alt_inputs=[r(5, 6, 7)], min_opset=(11, "aten::eye", "torch.eye(x.shape[0]")),
+                                     alt_inputs=[r(5, 6, 7)]),
         "br_inplace_if": lambda: dict(model=InplaceInIf(), inputs=[r(3, 4).abs(), r(4).abs()], dynamic=["x:1=n", "y:0=n"],
                                       alt_inputs=[-r(3, 6).abs(), -r(6).abs()],
                                       min_opset=(11, "aten::copy_", "x[0] = y")),
@@ -390,16 +429,13 @@ def fixtures():
         "br_list_methods_other": lambda: dict(model=ListMethods(), inputs=[r(3, 5)], dynamic=["x:0=n"], alt_inputs=[r(4, 5)]),
         "br_index_lists_trace": lambda: dict(model=IndexLists(), inputs=[r(5, 4), torch.tensor([1, 3])], mode="trace",
                                              data=True, dynamic=["x:1=w"], alt_inputs=[r(5, 6), torch.tensor([2, 4])],
-                                             min_opset=(11, "aten::index", "c = x[[0, 1], [2, 1]]", IndexLists)),
+                                             min_opset=(10, "aten::tensor_split", "parts = torch.tensor_split(", IndexLists)),
         # Traced, the LSTM's default initial state is zeros of the traced batch (at another batch
         # PyTorch's kernel would read out of bounds): the converter makes them zeros of the batch the
         # RNN gets, as torch.onnx does, so the model runs at any batch.
         "br_packed_traced_batch": lambda: dict(model=PackedTraced(), inputs=[r(6, 3, 5), torch.tensor([6, 4, 2])], mode="trace",
                                                data=True, dynamic=["x:1=b", "lengths:0=b"], tol=(1e-4, 1e-5),
-                                               alt_inputs=[r(6, 5, 5), torch.tensor([6, 5, 3, 2, 1])],
-                                               # traced: the model's line that calls into torch, not torch's
-                                               min_opset=(11, "aten::_pack_padded_sequence",
-                                                          "p = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=True)")),
+                                               alt_inputs=[r(6, 5, 5), torch.tensor([6, 5, 3, 2, 1])]),
         "br_encoder_pad_mask": lambda: dict(model=EncoderPadMask(), inputs=[r(2, 5, 16), _pad_mask([5, 3], 5)], data=True,
                                             dynamic=["x:0=b,1=t", "pad:0=b,1=t"], tol=(1e-4, 1e-5),
                                             alt_inputs=[r(3, 7, 16), _pad_mask([2, 7, 4], 7)]),
@@ -418,10 +454,7 @@ def fixtures():
         # token ids stay inside the table.
         "br_random_lengths": lambda: dict(model=PackedScripted(), inputs=[r(6, 3, 5), torch.tensor([6, 4, 2])],
                                           dynamic=["x:0=t,1=b", "lengths:0=b"], tol=(1e-4, 1e-5),
-                                          alt_inputs=[r(8, 2, 5), torch.tensor([8, 3])],
-                                          min_opset=(11, "aten::_pack_padded_sequence",
-                                                     "p = nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=True)",
-                                                     PackedScripted)),
+                                          alt_inputs=[r(8, 2, 5), torch.tensor([8, 3])]),
         "br_random_offsets": lambda: dict(model=BagOffsets(), inputs=[torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]),
                                                                      torch.tensor([0, 3, 3, 6]), torch.tensor([[6, 0, 2]])],
                                           tol=(1e-5, 1e-6)),

@@ -133,6 +133,29 @@ class OptionalState(nn.Module):
         return y
 
 
+class LoopInPlace(nn.Module):
+    """A loop over a dynamic count that writes slices of a tensor in place (ConvLSTM-style state
+    set-up): the written tensor rides the loop as a tensor, no list is built."""
+    def forward(self, x):
+        state = torch.zeros(2, x.size(1), x.size(2))
+        for i in range(x.size(0)):
+            state[1] += x[i]
+            state[0] = state[0] * 0.5 + x[i]
+        return state
+
+
+class EarlyReturn(nn.Module):
+    """A return inside nested ifs: TorchScript leaves the result uninitialized on the path that has
+    not returned yet, but the model's output is a plain tensor."""
+    def forward(self, y):
+        if y.shape[1] < 5:
+            if y.size(0) == 1:
+                y = y + 4
+            else:
+                return y * 2
+        return y - 1
+
+
 def fixtures():
     r = torch.randn
     return {
@@ -151,6 +174,10 @@ def fixtures():
         "ctl_optional_state": lambda: dict(model=OptionalState(), inputs=[r(4, 3)], dynamic=["x:0=steps"],
                                            alt_inputs=[-r(6, 3).abs()],
                                            min_opset=(13, "prim::Loop", "for i in range(x.size(0)):")),
+        "ctl_loop_inplace": lambda: dict(model=LoopInPlace(), inputs=[r(3, 2, 4)], dynamic=["x:0=steps"],
+                                         alt_inputs=[r(5, 2, 4)], min_opset=(11, "aten::add_", "state[1] += x[i]")),
+        "ctl_early_return": lambda: dict(model=EarlyReturn(), inputs=[r(3, 4)], dynamic=["y:0=n,1=m"],
+                                         alt_inputs=[r(1, 3)], min_opset=(11, "prim::If", "if y.size(0) == 1:")),
         "err_ctl_seq_pop": lambda: dict(model=LoopListPop(), inputs=[r(2, 3)],
                                         expect_error="3 aten::pop at zoo_control.py:"),
     }

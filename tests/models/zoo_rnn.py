@@ -68,14 +68,12 @@ def fixtures():
         "rnn_tanh": lambda: dict(model=RNNTanh(), inputs=[torch.randn(6, 2, 8)], dynamic=["x:0=seq", "x:1=batch"]),
         "rnn_relu": lambda: dict(model=RNNTanh("relu"), inputs=[torch.randn(4, 2, 8)]),
         # The longest sequence is shorter than the padded input: the output has max(lengths) steps.
-        "rnn_packed_lstm_script": lambda: dict(model=Packed(), inputs=_packed_inputs(True, [5, 3, 2]), data=True,
-                                               min_opset=(11, "aten::_pack_padded_sequence", "p = pack_padded_sequence(")),
+        "rnn_packed_lstm_script": lambda: dict(model=Packed(), inputs=_packed_inputs(True, [5, 3, 2]), data=True),
         "rnn_packed_gru_unsorted_trace": lambda: dict(
             model=Packed("gru", batch_first=False, enforce_sorted=False), inputs=_packed_inputs(False, [2, 6, 4, 1]),
             mode="trace", data=True,  # traced: the model's line that calls into torch, not torch's
-            min_opset=(11, "aten::_pack_padded_sequence", "p = pack_padded_sequence(")),
+            min_opset=(10, "aten::scatter", "p = pack_padded_sequence(")),
         "rnn_packed_total_length": lambda: dict(
             model=Packed(total_length=8), inputs=_packed_inputs(True, [5, 3]), data=True,
-            dynamic=["x:0=batch", "lengths:0=batch"], alt_inputs=_packed_inputs(True, [6, 4, 2]),
-            min_opset=(11, "aten::_pack_padded_sequence", "p = pack_padded_sequence(")),
+            dynamic=["x:0=batch", "lengths:0=batch"], alt_inputs=_packed_inputs(True, [6, 4, 2])),
     }

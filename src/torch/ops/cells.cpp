@@ -8,9 +8,7 @@ namespace {
 
 // x @ w^T + b, with an absent bias skipped.
 std::string affine(Ctx& c, const TNode* n, size_t x, size_t w, size_t b, DType t) {
-  std::vector<std::string> in{c.t_as(n, x, t), c.t_as(n, w, t)};
-  if (!c.is_none(n, b)) in.push_back(c.t_as(n, b, t));
-  return c.b.op1("Gemm", in, {Attribute::make_int("transB", 1)});
+  return c.b.linear(c.t_as(n, x, t), c.t_as(n, w, t), c.is_none(n, b) ? std::string() : c.t_as(n, b, t));
 }
 
 std::string add(Ctx& c, const std::string& a, const std::string& b) { return c.b.op1("Add", {a, b}); }
@@ -53,9 +51,7 @@ void lstm_cell(Ctx& c, const TNode* n) {
   auto hx = tensor_list(c, n, 1);
   if (hx.size() != 2) throw UnsupportedError("lstm_cell hidden state must be (h, c)");
   std::string hh = c.tensor_as(hx[0], t), cx = c.tensor_as(hx[1], t);
-  std::vector<std::string> in{hh, c.t_as(n, 3, t)};
-  if (!c.is_none(n, 5)) in.push_back(c.t_as(n, 5, t));
-  std::string gh = c.b.op1("Gemm", in, {Attribute::make_int("transB", 1)});
+  std::string gh = c.b.linear(hh, c.t_as(n, 3, t), c.is_none(n, 5) ? std::string() : c.t_as(n, 5, t));
   lstm_tail(c, n, add(c, affine(c, n, 0, 2, 4, t), gh), cx, false);
 }
 

@@ -86,7 +86,10 @@ bool optional_pair(const TV& a, const TV& b) {
 std::pair<std::string, std::string> pair_parts(Ctx& c, const TV& v, DType t, int rank) {
   if (v.is_none()) {
     // Unknown rank (an If output, whose branches may differ in shape): a scalar stands in; it is
-    // never read while `has` is false.
+    // never read while `has` is false. If before opset 11 wants both branches' outputs of one rank.
+    if (rank < 0)
+      c.b.require(11, "an If whose branches yield tensors of different ranks (a value one branch leaves unset, "
+                      "as after an early return)");
     std::vector<int64_t> dims(static_cast<size_t>(std::max(rank, 0)), 0);
     std::string empty = c.b.op1("ConstantOfShape", {c.b.i64s(dims)},
                                 {Attribute::make_tensor("value", Tensor(t, {1}))});
@@ -277,6 +280,19 @@ void if_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
   // The If's results: the node's outputs, then the lists its branches append to.
   std::vector<const TValue*> vals(n->outputs().begin(), n->outputs().end());
   vals.insert(vals.end(), lists.begin(), lists.end());
+  // A result that a failed op inside a branch left unset: that op is reported already; the If's
+  // results are skipped like any dependent of it.
+  auto poisoned = [](const std::vector<TV>& vs) {
+    return std::any_of(vs.begin(), vs.end(), [](const TV& v) { return v.poisoned; });
+  };
+  if (poisoned(th.outs) || poisoned(el.outs) || poisoned(th.lists) || poisoned(el.lists)) {
+    for (const TValue* v : vals) {
+      TV p = TV::constant(c10::IValue());
+      p.poisoned = true;
+      c.set(v, p);
+    }
+    return;
+  }
   th.outs.insert(th.outs.end(), th.lists.begin(), th.lists.end());
   el.outs.insert(el.outs.end(), el.lists.begin(), el.lists.end());
   // Plan the ONNX outputs: one per tensor; lists of equal length stay element-wise, lists of
@@ -453,7 +469,10 @@ void loop(Ctx& c, const TNode* n) {
 void loop_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
   auto* body = const_cast<torch::jit::Block*>(n->blocks()[0]);
   size_t carried = n->inputs().size() - 2;
-  bool seq = !lists.empty();
+  // Tensors written in place ride as tensors; only lists need ONNX sequences in the Loop.
+  bool seq = std::any_of(lists.begin(), lists.end(), [](const TValue* l) {
+    return is_tensor_list(l) || !l->type()->cast<c10::TensorType>();
+  });
   for (size_t k = 0; k < carried; ++k)
     seq = seq || is_tensor_list(n->output(k)) || c.in(n, 2 + k).kind == TV::Kind::List;
   if (seq) c.b.require(13, "a list built in a loop (sequences in Loop)");

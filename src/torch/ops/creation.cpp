@@ -1,6 +1,7 @@
 // Tensor creation: zeros/ones/full/empty (+ _like, new_), arange, random, eye, tril/triu.
 #include <set>
 
+#include "torch/ops/compose.h"
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -117,8 +118,7 @@ void arange(Ctx& c, const TNode* n) {
   const TV* step = c.arg(n, "step");
   if (!end) throw UnsupportedError("aten::arange overload without `end`");
   bool all_const = end->is_const() && (!start || start->is_const()) && (!step || step->is_const());
-  if (all_const || c.b.opset() < 11) {
-    if (!all_const) c.b.require(11, "arange with computed bounds (Range)");
+  if (all_const) {
     at::Scalar s0 = start ? start->c.toScalar() : at::Scalar(int64_t{0});
     at::Scalar s2 = step ? step->c.toScalar() : at::Scalar(int64_t{1});
     at::Tensor r = at::arange(s0, end->c.toScalar(), s2);
@@ -129,7 +129,16 @@ void arange(Ctx& c, const TNode* n) {
     std::string x = c.tensor_as(*v, t);
     return v->rank_known && !v->shape.empty() ? c.b.reshape(x, {}) : x;
   };
-  c.out(n, c.b.op1("Range", {bound(start, 0), bound(end, 0), bound(step, 1)}));
+  std::string s0 = bound(start, 0), s1 = bound(end, 0), s2 = bound(step, 1);
+  if (c.b.opset() >= 11) return c.out(n, c.b.op1("Range", {s0, s1, s2}));
+  // Before Range: ceil((end - start) / step) elements (none when negative), counted in double, and
+  // start + i * step over the indices of that many ones.
+  auto dbl = [&](const std::string& v) { return t == DType::Double ? v : c.b.cast(v, DType::Double); };
+  std::string count = c.b.op1("Ceil", {c.b.op1("Div", {c.b.op1("Sub", {dbl(s1), dbl(s0)}), dbl(s2)})});
+  count = c.b.cast(c.b.op1("Max", {count, c.b.scalar(0, DType::Double)}), DType::Int64);
+  std::string i = arange_of(c, count);
+  if (t != DType::Int64) i = c.b.cast(i, t);
+  c.out(n, c.b.op1("Add", {c.b.op1("Mul", {i, s2}), s0}));
 }
 
 void random(Ctx& c, const TNode* n, const char* op) {
@@ -156,12 +165,7 @@ void eye(Ctx& c, const TNode* n) {
     return c.out(n, c.b.constant(tensor_from_torch(e), "eye"));
   }
   // Computed sizes: row index == column index over two Ranges.
-  c.b.require(11, "eye with computed sizes (Range)");
-  auto range = [&](const TV& v) {
-    std::string len = c.int_tensor(v);
-    if (v.rank_known && !v.shape.empty()) len = c.b.reshape(len, {});
-    return c.b.op1("Range", {c.b.i64(0), len, c.b.i64(1)});
-  };
+  auto range = [&](const TV& v) { return arange_of(c, c.int_tensor(v)); };
   std::string eq = c.b.op1("Equal", {c.b.unsqueeze(range(rv), {1}), c.b.unsqueeze(range(cv), {0})});
   c.out(n, c.b.cast(eq, c.out_dtype(n)));
 }

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cmath>
 
+#include "torch/ops/compose.h"
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -59,9 +60,7 @@ void gather(Ctx& c, const TNode* n) {
 std::string reduce_at_positions(Ctx& c, const std::string& x, const std::string& idx, const std::string& src,
                                 int64_t axis, int r, DType t, const std::string& op, double ident,
                                 std::string* count = nullptr) {
-  c.b.require(11, "scatter with a reduction before opset 16 (Range)");
-  std::string len = c.b.dim(x, axis);
-  std::string mask = c.b.op1("Equal", {c.b.unsqueeze(idx, {r}), c.b.op1("Range", {c.b.i64(0), len, c.b.i64(1)})});
+  std::string mask = c.b.op1("Equal", {c.b.unsqueeze(idx, {r}), arange_of(c, c.b.dim(x, axis))});
   std::string filled = c.b.op1("Where", {mask, c.b.unsqueeze(src, {r}), c.b.scalar(ident, t)});
   // Move the positions axis (last) into `axis`, drop the reduced one.
   std::vector<int64_t> perm;
@@ -71,6 +70,21 @@ std::string reduce_at_positions(Ctx& c, const std::string& x, const std::string&
     std::string v = c.b.squeeze(c.b.transpose(reduced, perm), {r});
     // Dims other than `axis` may be shorter in index than in x: the rest takes `fill`.
     std::string pads_end = c.b.op1("Sub", {c.b.shape_of(x), c.b.shape_of(v)});
+    if (c.b.opset() < 11) {
+      // Pad takes its pads as an attribute: each dim gets a block of `fill` concatenated at its end.
+      Tensor value = tensor_from_torch(at::full({1}, fill, at::TensorOptions().dtype(scalar_type_from_dtype(t))));
+      for (int d = 0; d < r; ++d) {
+        if (d == axis) continue;
+        std::string s = c.b.shape_of(v);
+        std::vector<std::string> parts;
+        if (d > 0) parts.push_back(c.b.slice(s, {0}, {d}, {0}));
+        parts.push_back(c.b.slice(pads_end, {d}, {d + 1}, {0}));
+        if (d + 1 < r) parts.push_back(c.b.slice(s, {d + 1}, {r}, {0}));
+        std::string block = c.b.op1("ConstantOfShape", {c.b.concat(parts, 0)}, {Attribute::make_tensor("value", value)});
+        v = c.b.concat({v, block}, d);
+      }
+      return v;
+    }
     std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), pads_end}, 0);
     return c.b.op1("Pad", {v, pads, c.b.scalar(fill, t)}, {Attribute::make_string("mode", "constant")});
   };
@@ -175,7 +189,6 @@ void scatter_reduce(Ctx& c, const TNode* n) {
       }
     }
   } else {
-    c.b.require(11, "scatter_reduce (Range)");
     double ident = reduce == "prod" ? 1.0 : reduce == "amax" ? -INFINITY : reduce == "amin" ? INFINITY : 0.0;
     if (!dtype_is_float(t) && std::isinf(ident))
       ident = ident > 0 ? static_cast<double>(INT32_MAX) : static_cast<double>(INT32_MIN);
@@ -268,6 +281,7 @@ struct Advanced {
   int64_t at = 0;
   int count = 0;              // index tensors, masks counted once per dim they cover
   bool masked = false;        // a boolean mask among them: B's size depends on its values
+  std::vector<std::string> parts, lens;  // each index tensor (negatives wrapped) and its axis's length
 };
 
 // Boolean masks among index tensors are the positions they keep, as torch reads them: a k-D mask
@@ -295,7 +309,6 @@ std::vector<std::pair<int64_t, TV>> masks_as_indices(Ctx& c, const std::vector<s
 }
 
 Advanced advanced(Ctx& c, const std::string& x, int r, const std::vector<std::pair<int64_t, TV>>& given) {
-  c.b.require(11, "advanced indexing (GatherND / ScatterND)");
   std::vector<std::pair<int64_t, TV>> idx = masks_as_indices(c, given);
   Advanced a;
   a.count = static_cast<int>(idx.size());
@@ -320,7 +333,9 @@ Advanced advanced(Ctx& c, const std::string& x, int r, const std::vector<std::pa
     std::string t = c.tensor_as(i, DType::Int64);
     std::string len = c.b.op1("Gather", {shape, c.b.i64(axis)});
     parts.push_back(c.b.op1("Add", {t, c.b.op1("Mul", {c.b.cast(c.b.op1("Less", {t, c.b.i64(0)}), DType::Int64), len})}));
+    a.lens.push_back(len);
   }
+  a.parts = parts;
   std::string acc = parts[0];
   for (size_t k = 1; k < parts.size(); ++k) acc = c.b.op1("Add", {acc, c.b.op1("Mul", {parts[k], c.b.i64(0)})});
   a.bshape = c.b.shape_of(acc);
@@ -368,7 +383,18 @@ void index(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
   Advanced a = advanced(c, x, r, idx);
   if (!identity(a.perm)) x = c.b.transpose(x, a.perm);
-  std::string y = c.b.op1("GatherND", {x, a.stacked});
+  std::string y;
+  if (c.b.opset() >= 11) {
+    y = c.b.op1("GatherND", {x, a.stacked});
+  } else {
+    // Before GatherND: the indexed axes (now in front) flattened into one, read by Gather at the
+    // linear position of each index tuple (Horner over the axes' lengths).
+    std::string linear = a.parts[0];
+    for (size_t k = 1; k < a.parts.size(); ++k)
+      linear = c.b.op1("Add", {c.b.op1("Mul", {linear, a.lens[k]}), a.parts[k]});
+    std::string flat_shape = c.b.concat({c.b.i64s({-1}), c.b.slice(c.b.shape_of(x), {a.count}, {r}, {0})}, 0);
+    y = c.b.op1("Gather", {c.b.op1("Reshape", {x, flat_shape}), linear}, {Attribute::make_int("axis", 0)});
+  }
   int rest = r - a.count;
   std::vector<int64_t> to_torch = b_to_torch(a, rest, false);
   if (!identity(to_torch)) y = c.b.transpose(y, to_torch);
@@ -423,6 +449,7 @@ void index_put(Ctx& c, const TNode* n) {
     // Index tensors anywhere: values broadcast to torch's result layout, moved to [B..., rest...],
     // scattered into x with the indexed axes in front, and x moved back.
     int r = c.rank(n, 0);
+    c.b.require(11, "index_put at several index tensors (ScatterND)");
     Advanced a = advanced(c, x, r, idx);
     int rest = r - a.count;
     std::string xp = identity(a.perm) ? x : c.b.transpose(x, a.perm);

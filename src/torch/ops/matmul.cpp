@@ -28,9 +28,7 @@ void linear(Ctx& c, const TNode* n) {
     return c.out(n, y);
   }
   if (c.rank(n, 0) == 2) {
-    std::vector<std::string> in{x, c.t_as(n, 1, t)};
-    if (!c.is_none(n, 2)) in.push_back(c.t_as(n, 2, t));
-    return c.out(n, c.b.op1("Gemm", in, {Attribute::make_int("transB", 1)}));
+    return c.out(n, c.b.linear(x, c.t_as(n, 1, t), c.is_none(n, 2) ? std::string() : c.t_as(n, 2, t)));
   }
   std::string y = c.b.op1("MatMul", {x, transposed_weight(c, n, 1, t)});
   if (!c.is_none(n, 2)) y = c.b.op1("Add", {y, c.t_as(n, 2, t)});

@@ -227,9 +227,7 @@ void linear(Ctx& c, const TNode* n, bool relu) {
   std::string b = bias ? dq_bias(c, wb[1].toTensor(), x.qscale, w_scale, per_channel) : std::string();
   std::string y;
   if (x.rank_known && x.shape.size() == 2) {
-    std::vector<std::string> in{xf, w};
-    if (bias) in.push_back(b);
-    y = c.b.op1("Gemm", in, {Attribute::make_int("transB", 1)});
+    y = c.b.linear(xf, w, b);
   } else {
     y = c.b.op1("MatMul", {xf, c.b.transpose(w, {1, 0})});
     if (bias) y = c.b.op1("Add", {y, b});

@@ -93,8 +93,9 @@ struct Taps {
   std::vector<std::vector<double>> w;
 };
 
-Taps resize_taps(const Interp& m, int64_t in, int64_t out) {
-  double scale = static_cast<double>(in) / static_cast<double>(out);
+// `given`: the scale factor the call gave (> 0), which torch maps coordinates by instead of in/out.
+Taps resize_taps(const Interp& m, int64_t in, int64_t out, double given = 0) {
+  double scale = given > 0 ? 1.0 / given : static_cast<double>(in) / static_cast<double>(out);
   bool align = m.coord == "align_corners";
   if (align) scale = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
   size_t k = m.mode == "nearest" ? 1 : m.mode == "linear" ? 2 : 4;
@@ -134,12 +135,13 @@ Taps resize_taps(const Interp& m, int64_t in, int64_t out) {
 // Interpolation as Gathers of constant taps times constant weights, one spatial axis after the
 // other: what opsets 9 and 10 can say exactly (their Upsample/Resize have only asymmetric coordinates).
 std::string resize_by_gather(Ctx& c, std::string x, const Interp& m, const std::vector<int64_t>& in,
-                             const std::vector<int64_t>& out, DType t) {
+                             const std::vector<int64_t>& out, DType t, const std::vector<double>& given = {}) {
   int64_t r = static_cast<int64_t>(in.size());
   for (int64_t axis = 2; axis < r; ++axis) {
     int64_t li = in[static_cast<size_t>(axis)], lo = out[static_cast<size_t>(axis)];
-    if (li == lo) continue;  // every mode maps i to i
-    Taps taps = resize_taps(m, li, lo);
+    double g = given.empty() ? 0.0 : given[static_cast<size_t>(axis - 2)];
+    if (li == lo && (g <= 0 || g == 1.0)) continue;  // every mode maps i to i
+    Taps taps = resize_taps(m, li, lo, g);
     Dims wdims(static_cast<size_t>(r - axis), 1);
     wdims[0] = lo;
     std::string acc;
@@ -216,11 +218,13 @@ void emit_resize(Ctx& c, const TNode* n, const Interp& m) {
   std::vector<double> given = m.coord == "align_corners" ? std::vector<double>{} : given_scales(c, n, r - 2);
   if (!spatial_static) c.b.require(11, std::string(n->kind().toQualString()) + " with dynamic spatial sizes (Resize)");
   if (c.b.opset() < 11) {
-    // Upsample (9) and Resize (10) pick floor(i / scale): torch's nearest when every scale is whole.
+    // Upsample (9) and Resize (10) pick floor(i / scale): torch's nearest when every scale is whole
+    // (and is the one the call gave, if it gave one).
     bool whole = true;
-    for (double s : scales) whole = whole && s == std::floor(s);
+    for (size_t i = 0; i < r; ++i)
+      whole = whole && scales[i] == std::floor(scales[i]) && (given.empty() || i < 2 || given[i - 2] == scales[i]);
     if (m.mode != "nearest" || m.coord != "asymmetric" || !whole || !dtype_is_float(t))
-      return c.out(n, resize_by_gather(c, x, m, in, out, t));
+      return c.out(n, resize_by_gather(c, x, m, in, out, t, given));
     std::string sc = c.b.vec(scales, DType::Float);
     if (c.b.opset() < 10) return c.out(n, c.b.op1("Upsample", {x, sc}, {Attribute::make_string("mode", m.mode)}));
     return c.out(n, c.b.op1("Resize", {x, sc}, {Attribute::make_string("mode", m.mode)}));
@@ -308,12 +312,23 @@ void pixel_shuffle(Ctx& c, const TNode* n) {
   std::string x = c.t(n, 0);
   if (c.rank(n, 0) == 4 && c.b.opset() >= 11)
     return c.out(n, c.b.op1("DepthToSpace", {x}, {Attribute::make_int("blocksize", r), Attribute::make_string("mode", "CRD")}));
+  // Before DepthToSpace's CRD mode: reshape-transpose-reshape, with shapes computed where dims are
+  // dynamic.
   auto in = c.shape(n, 0);
   if (in.size() != 4) throw UnsupportedError("pixel_shuffle on a non-4-D tensor");
-  auto out = c.out_shape(n);
-  std::string y = c.b.reshape(x, {0, out[1], r, r, in[2], in[3]});
+  if (in[1] >= 0 && in[2] >= 0 && in[3] >= 0) {
+    std::string y = c.b.reshape(x, {0, in[1] / (r * r), r, r, in[2], in[3]});
+    y = c.b.transpose(y, {0, 1, 4, 2, 5, 3});
+    return c.out(n, c.b.reshape(y, {0, in[1] / (r * r), in[2] * r, in[3] * r}));
+  }
+  auto d = [&](int i) { return in[static_cast<size_t>(i)] >= 0 ? c.b.i64s({in[static_cast<size_t>(i)]})
+                                                               : c.b.unsqueeze(c.b.dim(x, i), {0}); };
+  std::string rr = c.b.i64s({r});
+  std::string ch = c.b.op1("Div", {d(1), c.b.i64s({r * r})});
+  std::string y = c.b.op1("Reshape", {x, c.b.concat({d(0), ch, rr, rr, d(2), d(3)}, 0)});
   y = c.b.transpose(y, {0, 1, 4, 2, 5, 3});
-  c.out(n, c.b.reshape(y, {0, out[1], out[2], out[3]}));
+  auto times_r = [&](int i) { return c.b.op1("Mul", {d(i), rr}); };
+  c.out(n, c.b.op1("Reshape", {y, c.b.concat({d(0), ch, times_r(2), times_r(3)}, 0)}));
 }
 
 // out[n, c*r*r + i*r + j, h, w] = in[n, c, h*r + i, w*r + j]: SpaceToDepth orders channels the

@@ -5,6 +5,7 @@
 // Weights are frozen constants, so the gate reordering happens here, at conversion time:
 // PyTorch LSTM gates i,f,g,o -> ONNX i,o,f,c; GRU r,z,n -> ONNX z,r,h (with linear_before_reset=1,
 // which is PyTorch's formula for n).
+#include "torch/ops/compose.h"
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -68,13 +69,12 @@ size_t arg(const TNode* n, const char* name) {
 // [T, B] mask of the valid steps: step t < lengths[b], for T = max(lengths).
 std::string valid_steps(Ctx& c, const std::string& lengths) {
   std::string maxlen = c.b.reduce("ReduceMax", lengths, {0}, false);
-  std::string steps = c.b.op1("Range", {c.b.i64(0), maxlen, c.b.i64(1)});
+  std::string steps = arange_of(c, maxlen);
   return c.b.op1("Less", {c.b.unsqueeze(steps, {1}), c.b.unsqueeze(lengths, {0})});
 }
 
 // aten::_pack_padded_sequence(input, lengths, batch_first) -> (data, batch_sizes)
 void pack_padded(Ctx& c, const TNode* n) {
-  c.b.require(11, "packed sequences (Range over the lengths)");
   int r = c.rank(n, 0);
   std::vector<int64_t> shape = c.shape(n, 0);
   std::string x = c.t(n, 0);
@@ -110,7 +110,9 @@ void pad_packed(Ctx& c, const TNode* n) {
   int r = static_cast<int>(data.shape.size());
   std::string lengths = data.lengths;
   std::string maxlen = c.b.reduce("ReduceMax", lengths, {0}, true);
-  std::string y = c.b.slice_dyn(data.name, c.b.i64s({0}), maxlen, c.b.i64s({0}));
+  // The first max(lengths) steps (a Gather of those steps before Slice takes computed bounds).
+  std::string y = c.b.opset() >= 10 ? c.b.slice_dyn(data.name, c.b.i64s({0}), maxlen, c.b.i64s({0}))
+                                    : c.b.op1("Gather", {data.name, arange_of(c, maxlen)}, {Attribute::make_int("axis", 0)});
   // Steps past a sequence's length hold the padding value (ONNX RNNs leave zeros, the input of a
   // pack that no RNN ran on still holds its values).
   std::string mask = valid_steps(c, lengths);
@@ -123,9 +125,16 @@ void pad_packed(Ctx& c, const TNode* n) {
   const TV& total = c.in(n, 4);
   if (!(total.is_const() && total.c.isInt() && total.c.toInt() <= 0)) {
     std::string extra = c.b.op1("Sub", {c.b.unsqueeze(c.int_tensor(total), {0}), maxlen});
-    std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), extra,
-                                   c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r - 1), 0))}, 0);
-    y = c.b.op1("Pad", {y, pads, c.b.scalar(pad, t)}, {Attribute::make_string("mode", "constant")});
+    if (c.b.opset() < 11) {  // Pad's pads are an attribute: concatenate a block of padding steps
+      std::string block = c.b.concat({extra, c.b.slice(c.b.shape_of(y), {1}, {r}, {0})}, 0);
+      Tensor value = tensor_from_torch(at::full({1}, pad, at::TensorOptions().dtype(scalar_type_from_dtype(t))));
+      block = c.b.op1("ConstantOfShape", {block}, {Attribute::make_tensor("value", value)});
+      y = c.b.concat({y, block}, 0);
+    } else {
+      std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), extra,
+                                     c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r - 1), 0))}, 0);
+      y = c.b.op1("Pad", {y, pads, c.b.scalar(pad, t)}, {Attribute::make_string("mode", "constant")});
+    }
   }
   if (c.flag(n, 2)) {
     std::vector<int64_t> perm;
@@ -323,8 +332,8 @@ void register_rnn_ops(OpTable& t) {
   t["aten::gru"] = {gru};
   t["aten::rnn_tanh"] = {rnn_tanh};
   t["aten::rnn_relu"] = {rnn_relu};
-  t["aten::_pack_padded_sequence"] = {pack_padded, 11};
-  t["aten::_pad_packed_sequence"] = {pad_packed, 11};
+  t["aten::_pack_padded_sequence"] = {pack_padded};
+  t["aten::_pad_packed_sequence"] = {pad_packed};
 }
 
 }  // namespace t2o

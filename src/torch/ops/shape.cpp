@@ -72,7 +72,9 @@ void transpose(Ctx& c, const TNode* n) {
 std::string squeeze_where_one(Ctx& c, const std::string& x, int r, const std::string& candidate) {
   std::string s = c.b.shape_of(x);
   std::string drop = c.b.op1("And", {c.b.op1("Equal", {s, c.b.i64(1)}), candidate});
-  std::string kept = c.b.op1("Compress", {c.b.op1("Range", {c.b.i64(0), c.b.i64(r), c.b.i64(1)}), c.b.op1("Not", {drop})},
+  std::vector<int64_t> all(static_cast<size_t>(r));
+  for (int i = 0; i < r; ++i) all[static_cast<size_t>(i)] = i;
+  std::string kept = c.b.op1("Compress", {c.b.i64s(all), c.b.op1("Not", {drop})},
                              {Attribute::make_int("axis", 0)});
   std::vector<Attribute> attrs;
   if (c.b.opset() >= 14) attrs.push_back(Attribute::make_int("allowzero", 1));
@@ -84,11 +86,11 @@ void squeeze(Ctx& c, const TNode* n) {
   auto shape = c.shape(n, 0);
   if (n->inputs().size() > 1 && !c.is_const(n, 1)) {
     // A computed dim: dim + r when negative, compared with every axis.
-    c.b.require(11, "aten::squeeze of a computed dim (Range)");
     std::string d = c.int_tensor(c.in(n, 1));
     d = c.b.op1("Add", {d, c.b.op1("Mul", {c.b.cast(c.b.op1("Less", {d, c.b.i64(0)}), DType::Int64), c.b.i64(r)})});
-    std::string axes = c.b.op1("Range", {c.b.i64(0), c.b.i64(r), c.b.i64(1)});
-    return c.out(n, squeeze_where_one(c, c.t(n, 0), r, c.b.op1("Equal", {axes, c.b.reshape(d, {})})));
+    std::vector<int64_t> all(static_cast<size_t>(r));
+    for (int i = 0; i < r; ++i) all[static_cast<size_t>(i)] = i;
+    return c.out(n, squeeze_where_one(c, c.t(n, 0), r, c.b.op1("Equal", {c.b.i64s(all), c.b.reshape(d, {})})));
   }
   std::vector<int64_t> cand;
   if (n->inputs().size() > 1) {
@@ -106,7 +108,6 @@ void squeeze(Ctx& c, const TNode* n) {
   if (!dynamic.empty()) {
     // Whether a dynamic dim is 1 is known only at run time: the dims kept are chosen then (the
     // output's rank is what the profiling runs saw, when they agreed).
-    c.b.require(11, "aten::squeeze of a dynamic dim (Range)");
     std::vector<double> candidate(static_cast<size_t>(r), 0.0);
     for (int64_t d : cand) candidate[static_cast<size_t>(d)] = 1.0;
     return c.out(n, squeeze_where_one(c, c.t(n, 0), r, c.b.vec(candidate, DType::Bool)));
