@@ -20,7 +20,7 @@ only_a = [k for k in cases if a[k]["status"] == "pass" and b[k]["status"] != "pa
 print("only torch.onnx:", len(only_b), " only t2o:", len(only_a))
 def norm(m):
     m = re.sub(r"onnx_test_common\.Stage: ", "", m or "")
-    m = re.sub(r"\d+", "N", m)
+    m = re.sub(r"\b\d+(\.\d+)?\b", "N", m)
     return m[:150]
 cl = collections.Counter((a[k].get("stage"), norm(a[k].get("msg"))) for k in only_b)
 for (s, m), n in cl.most_common(int(sys.argv[3]) if len(sys.argv) > 3 else 60):

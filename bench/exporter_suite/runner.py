@@ -92,6 +92,10 @@ def cmd_run(ids_file, out):
             stage = tagged.group(1) if tagged else "timeout" if "Timeout" in last else "other"
             rec["stage"] = stage
             rec["msg"] = last[:400]
+            # The exception's whole text (a converter's report spans lines; its last is the hint).
+            lines = tb.strip().splitlines()
+            start = max((i for i, l in enumerate(lines) if l.startswith("  File ")), default=-1) + 2
+            rec["detail"] = "\n".join(lines[start:])[:1500]
         else:
             rec["status"] = "pass" if rec["calls"] else "no_run_test"
         with open(out, "a") as f:
