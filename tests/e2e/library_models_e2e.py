@@ -2,12 +2,12 @@
 torchvision detection, segmentation and video models, torchaudio models and transforms, and hand-written
 UNet / nanoGPT / YOLO-style code (the models are listed in library_models.py).
 
-usage: library_models_e2e.py TORCH2ONNX [--torch-onnx] [--expected FILE] [--keep DIR] [NAME_PREFIX ...]
+usage: library_models_e2e.py TORCH2ONNX [--torch-onnx] [--opset N] [--expected FILE] [--keep DIR] [NAME_PREFIX ...]
 
 For each model (random weights, see torchvision_e2e._randomise; eval mode): torch.jit.script it (trace
 where the library documents tracing for ONNX export, as for torchvision's detectors, or where the model
 does not script; the line then says "traced"), save model.pt, compute the eager PyTorch outputs at both
-sizes, run `TORCH2ONNX convert model.pt -o m.onnx --opset 17 --data NAME=FILE.npy ... --dynamic SPEC ...`
+sizes, run `TORCH2ONNX convert model.pt -o m.onnx --opset 17 (or N) --data NAME=FILE.npy ... --dynamic SPEC ...`
 with the first size's inputs, check that every dynamic input axis is symbolic in the ONNX graph, run the
 model in ONNX Runtime (tests/interop/ort_run.js) at both sizes and compare with PyTorch. Outputs are
 compared after flattening as the converter does: tuples and lists depth-first, dicts by value in
@@ -56,6 +56,7 @@ from torchvision_e2e import _randomise  # noqa: E402
 import library_models  # noqa: E402
 
 ORT_RUN = os.path.join(HERE, "..", "interop", "ort_run.js")
+OPSET = 17  # --opset N: another target opset (both exporters)
 RTOL = 1e-4
 for msg in ("torch.meshgrid: in an upcoming release", "The TorchScript type system doesn't support",
             "Converting a tensor to a Python", "__floordiv__ is deprecated", "To copy construct from a tensor",
@@ -213,7 +214,7 @@ def torch_onnx(case, model, ts, named, d, refs):
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(ts if case.mode == "script" else model, call_args(named), path, opset_version=17,
+            torch.onnx.export(ts if case.mode == "script" else model, call_args(named), path, opset_version=OPSET,
                               input_names=names, dynamic_axes=dynamic_axes(case))
         m = onnx.load(path, load_external_data=False)
         got = [i.name for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}]
@@ -259,7 +260,7 @@ def check_model(cli, case, d, with_torch_onnx, keep):
         raise RuntimeError("PyTorch finds no boxes; the comparison would be empty")
 
     onnx_path = os.path.join(d, "m.onnx")
-    cmd = [cli, "convert", pt, "-o", onnx_path, "--opset", "17", "--quiet"]
+    cmd = [cli, "convert", pt, "-o", onnx_path, "--opset", str(OPSET), "--quiet"]
     for i, n in enumerate(names):
         cmd += ["--data", f"{n}={os.path.join(d, 's0', f'input_{i}.npy')}"]
     for spec in case.dynamic:
@@ -291,6 +292,7 @@ def check_model(cli, case, d, with_torch_onnx, keep):
 
 
 def main():
+    global OPSET
     argv = sys.argv[1:]
     if not argv:
         print(__doc__)
@@ -305,6 +307,8 @@ def main():
         if a == "--expected":
             with open(next(it)) as fh:
                 expected = {ln.split("#")[0].strip() for ln in fh} - {""}
+        elif a == "--opset":
+            OPSET = int(next(it))
         elif a == "--keep":
             keep = os.path.abspath(next(it))
         elif a != "--torch-onnx":

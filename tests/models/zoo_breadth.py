@@ -372,6 +372,15 @@ class OldOpsetForms(nn.Module):
         return a, b, g, s, u
 
 
+class TriDynamic(nn.Module):
+    """tril/triu where the matrix sizes or the diagonal are computed (a causal mask as nanoGPT builds
+    it): Trilu from opset 14, a band of positions before."""
+    def forward(self, x):
+        t = x.size(-1)
+        causal = torch.tril(torch.ones(t, t)).view(1, t, t)
+        return x.tril(), x.triu(1), x.tril(x.size(0) - 3), x.masked_fill(causal[:, :x.size(1), :t] == 0, -1.0)
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -382,6 +391,8 @@ def fixtures():
                                                  dynamic=["x:0=n,1=c,2=h,3=w"], alt_inputs=[r(1, 12, 6, 2)]),
         "br_old_opset_forms": lambda: dict(model=OldOpsetForms(), inputs=[r(4, 4, 3), torch.tensor([3, 0, -1])],
                                            data=True, dynamic=["x:0=n,1=m"], alt_inputs=[r(6, 6, 3), torch.tensor([5, 1, -2])]),
+        "br_tri_dynamic": lambda: dict(model=TriDynamic(), inputs=[r(4, 5, 5)], dynamic=["x:0=b,1=n,2=n"],
+                                       alt_inputs=[r(6, 3, 3)], min_opset=(10, "aten::slice", "x.masked_fill(causal")),
         "br_fake_quant_trace": lambda: dict(model=FakeQuant(), inputs=[qx, torch.tensor(0.02), torch.tensor(2)], mode="trace",
                                             data=True, dynamic=["x:0=n"], alt_inputs=[qx[:2], torch.tensor(0.02), torch.tensor(2)],
                                             min_opset=(11, "aten::fake_quantize_per_channel_affine", "g = torch.fake")),

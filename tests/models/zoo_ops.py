@@ -292,8 +292,7 @@ def fixtures():
         "op_sdpa_trace": lambda: dict(model=SDPA(), inputs=_sdpa_inputs(), mode="trace", tol=(1e-4, 1e-5)),
         "op_sdpa_causal_dynamic": lambda: dict(
             model=SDPACausal(), inputs=[r(2, 2, 3, 4), r(2, 2, 5, 4), r(2, 2, 5, 6)], tol=(1e-4, 1e-5),
-            dynamic=["q:0=batch,2=queries", "k:0=batch,2=keys", "v:0=batch,2=keys"],
-            min_opset=(14, "aten::_scaled_dot_product_attention", "F._scaled_dot_product_attention(q, k, v, None")),
+            dynamic=["q:0=batch,2=queries", "k:0=batch,2=keys", "v:0=batch,2=keys"]),
         # A file saved by PyTorch 2 (aten::scaled_dot_product_attention, with `scale`): loads and converts.
         "op_sdpa_torch2": lambda: dict(
             model=SDPATorch2(), inputs=[_sdpa_inputs()[i] for i in (0, 1, 2, 4)], tol=(1e-4, 1e-5),

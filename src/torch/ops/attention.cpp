@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 
+#include "torch/ops/compose.h"
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -191,11 +192,8 @@ std::pair<std::string, std::string> sdpa(Ctx& c, const TNode* n, size_t mask_i, 
     if (l > 0 && sl > 0) {
       keep = c.b.constant(tensor_from_torch(at::ones({l, sl}, at::kBool).tril()), "causal");
     } else {
-      c.b.require(14, "is_causal attention on dynamic sizes (Trilu)");
-      std::string ls = c.b.unsqueeze(c.b.dim(q, -2), {0}), ss = c.b.unsqueeze(c.b.dim(k, -2), {0});
-      std::string ones = c.b.op1("ConstantOfShape", {c.b.concat({ls, ss}, 0)},
-                                 {Attribute::make_tensor("value", tensor_from_torch(at::ones({1}, at::kInt)))});
-      keep = c.b.cast(c.b.op1("Trilu", {ones}, {Attribute::make_int("upper", 0)}), DType::Bool);
+      keep = band_mask(c, c.b.dim(q, static_cast<int64_t>(qs.size()) - 2), c.b.dim(k, static_cast<int64_t>(ks.size()) - 2),
+                       c.b.i64(0), false);
     }
   } else if (!c.is_none(n, mask_i)) {
     if (c.dtype(n, mask_i) == DType::Bool)

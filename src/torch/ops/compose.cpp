@@ -13,6 +13,11 @@ std::string arange_of(Ctx& c, const std::string& len) {
   return c.b.reshape(c.b.op1("NonZero", {ones}), {-1});
 }
 
+std::string band_mask(Ctx& c, const std::string& rows, const std::string& cols, const std::string& k, bool upper) {
+  std::string d = c.b.op1("Sub", {c.b.unsqueeze(arange_of(c, cols), {0}), c.b.unsqueeze(arange_of(c, rows), {1})});
+  return c.b.op1("Not", {c.b.op1(upper ? "Less" : "Greater", {d, k})});
+}
+
 std::optional<int64_t> static_size(const std::vector<int64_t>& shape, int64_t axis) {
   if (axis < 0 || axis >= static_cast<int64_t>(shape.size()) || shape[static_cast<size_t>(axis)] < 0) return std::nullopt;
   return shape[static_cast<size_t>(axis)];

@@ -30,6 +30,9 @@ bool all_static(const std::vector<int64_t>& shape);
 std::string shape_part(Ctx& c, const std::string& shape, int64_t from, int64_t to);
 // Concatenation of 1-D int64 parts, skipping "" (empty) ones.
 std::string concat_parts(Ctx& c, const std::vector<std::string>& parts);
+// [rows, cols] bool mask of tril (col - row <= k) or, with `upper`, triu (col - row >= k), for 0-d
+// int64 rows, cols and k: what Trilu (opset 14) keeps, from two position vectors.
+std::string band_mask(Ctx& c, const std::string& rows, const std::string& cols, const std::string& k, bool upper);
 // Sets a Tensor[] result (or each output of a node with several) to `parts`.
 void set_tensor_list(Ctx& c, const TNode* n, const std::vector<std::string>& parts, DType t);
 

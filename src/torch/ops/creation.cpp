@@ -172,21 +172,27 @@ void eye(Ctx& c, const TNode* n) {
 
 void tri(Ctx& c, const TNode* n, bool upper) {
   std::string x = c.t(n, 0);
+  DType t = c.dtype(n, 0);
+  auto shape = c.shape(n, 0);
+  int r = static_cast<int>(shape.size());
+  if (r < 2) throw UnsupportedError("tril/triu of a tensor with fewer than 2 dims");
   if (n->inputs().size() > 1 && !c.is_const(n, 1)) {  // a computed diagonal: Trilu takes it as an input
-    c.b.require(14, "tril/triu with a computed diagonal (Trilu)");
     std::string k = c.int_tensor(c.in(n, 1));
     if (c.in(n, 1).rank_known && !c.in(n, 1).shape.empty()) k = c.b.reshape(k, {});
-    return c.out(n, c.b.op1("Trilu", {x, k}, {Attribute::make_int("upper", upper)}));
+    if (c.b.opset() >= 14) return c.out(n, c.b.op1("Trilu", {x, k}, {Attribute::make_int("upper", upper)}));
+    std::string mask = band_mask(c, c.b.dim(x, r - 2), c.b.dim(x, r - 1), k, upper);
+    return c.out(n, c.b.op1("Where", {mask, x, c.b.scalar(0, t)}));
   }
   int64_t k = n->inputs().size() > 1 ? c.i(n, 1) : 0;
   if (c.b.opset() >= 14)
     return c.out(n, c.b.op1("Trilu", {x, c.b.i64(k)}, {Attribute::make_int("upper", upper)}));
-  auto shape = c.shape(n, 0);
   int64_t rows = shape.at(shape.size() - 2), cols = shape.back();
-  if (rows < 0 || cols < 0) c.b.require(14, "tril/triu on dynamic sizes (Trilu)");
+  if (rows < 0 || cols < 0) {  // before Trilu: the band of positions, computed from the sizes
+    std::string mask = band_mask(c, c.b.dim(x, r - 2), c.b.dim(x, r - 1), c.b.i64(k), upper);
+    return c.out(n, c.b.op1("Where", {mask, x, c.b.scalar(0, t)}));
+  }
   at::Tensor ones = at::ones({rows, cols}, at::kBool);
   at::Tensor mask = upper ? at::triu(ones, k) : at::tril(ones, k);
-  DType t = c.dtype(n, 0);
   c.out(n, c.b.op1("Where", {c.b.constant(tensor_from_torch(mask), "mask"), x, c.b.scalar(0, t)}));
 }
 void tril(Ctx& c, const TNode* n) { tri(c, n, false); }
