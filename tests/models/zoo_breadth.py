@@ -381,6 +381,13 @@ class TriDynamic(nn.Module):
         return x.tril(), x.triu(1), x.tril(x.size(0) - 3), x.masked_fill(causal[:, :x.size(1), :t] == 0, -1.0)
 
 
+class ToList(nn.Module):
+    """Tensor.tolist() in scripted code: a nested list of Python numbers read back into the graph."""
+    def forward(self, x):
+        v: List[List[float]] = x.tolist()
+        return torch.tensor(v[1]) * v[0][2] + len(v)
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -393,6 +400,7 @@ def fixtures():
                                            data=True, dynamic=["x:0=n,1=m"], alt_inputs=[r(6, 6, 3), torch.tensor([5, 1, -2])]),
         "br_tri_dynamic": lambda: dict(model=TriDynamic(), inputs=[r(4, 5, 5)], dynamic=["x:0=b,1=n,2=n"],
                                        alt_inputs=[r(6, 3, 3)], min_opset=(10, "aten::slice", "x.masked_fill(causal")),
+        "br_tolist": lambda: dict(model=ToList(), inputs=[r(2, 3)]),
         "br_fake_quant_trace": lambda: dict(model=FakeQuant(), inputs=[qx, torch.tensor(0.02), torch.tensor(2)], mode="trace",
                                             data=True, dynamic=["x:0=n"], alt_inputs=[qx[:2], torch.tensor(0.02), torch.tensor(2)],
                                             min_opset=(11, "aten::fake_quantize_per_channel_affine", "g = torch.fake")),

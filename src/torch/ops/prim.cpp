@@ -1,5 +1,6 @@
 // prim:: ops and the scalar/list plumbing of TorchScript (sizes, numbers, lists, casts).
 #include <algorithm>
+#include <functional>
 
 #include "torch/ops/ops.h"
 
@@ -148,6 +149,33 @@ void to_number(Ctx& c, const TNode* n) {
   std::string x = c.tensor_as(v, want);
   if (v.rank_known && !v.shape.empty()) x = c.b.reshape(x, {});
   c.out(n, x);
+}
+
+// prim::tolist(x, dim, elem_type): a tensor of static shape as a (nested) list of Python numbers,
+// each a 0-d value read by Gather.
+void tolist(Ctx& c, const TNode* n) {
+  auto shape = c.shape(n, 0);
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw UnsupportedError("prim::tolist of a tensor with dynamic dims");
+    count *= d;
+  }
+  if (count > 4096) throw UnsupportedError("prim::tolist of more than 4096 elements");
+  DType src = c.dtype(n, 0);
+  DType t = src == DType::Bool ? DType::Bool : dtype_is_float(src) ? DType::Float : DType::Int64;
+  std::function<TV(const std::string&, size_t)> build = [&](const std::string& v, size_t d) -> TV {
+    if (d == shape.size()) {
+      TV r = TV::tensor(v, t);
+      r.number = true;
+      r.rank_known = true;
+      return r;
+    }
+    std::vector<TV> items;
+    for (int64_t i = 0; i < shape[d]; ++i)
+      items.push_back(build(c.b.op1("Gather", {v, c.b.i64(i)}, {Attribute::make_int("axis", 0)}), d + 1));
+    return TV::list(items);
+  };
+  c.set(n->output(), build(c.t_as(n, 0, t), 0));
 }
 
 void is_none(Ctx& c, const TNode* n) {
@@ -492,6 +520,7 @@ void register_prim_ops(OpTable& t) {
   t["aten::IntImplicit"] = {to_number};
   t["aten::FloatImplicit"] = {to_number};
   t["aten::item"] = {to_number};
+  t["prim::tolist"] = {tolist};
   t["aten::__is__"] = {is_none};
   t["aten::__isnot__"] = {is_none};
   t["aten::__not__"] = {not_};
