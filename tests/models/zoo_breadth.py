@@ -413,9 +413,7 @@ def fixtures():
         "br_as_strided_trace": lambda: dict(model=AsStrided(), inputs=[r(5, 8, 7)], mode="trace"),
         "br_numpy_forms": lambda: dict(model=NumpyForms(), inputs=[r(4, 5), r(3, 6)], mode="trace", data=True),
         "br_spectral": lambda: dict(model=Spectral(), inputs=[r(2, 400), r(300)], dynamic=["x:0=b,1=t", "mono:0=m"],
-                                    alt_inputs=[r(3, 333), r(257)], tol=(1e-4, 1e-4),
-                                    # reported at torch.stft's own line: the saved file maps the call site to no source
-                                    min_opset=(17, "aten::stft", "return _VF.stft(input, n_fft", torch.functional.stft)),
+                                    alt_inputs=[r(3, 333), r(257)], tol=(1e-4, 1e-4)),
         "br_refined_loop": lambda: dict(model=RefinedLoop(True), inputs=[r(10, 5)], dynamic=["x:0=n,1=m"],
                                         alt_inputs=[r(13, 7)]),
         "br_refined_loop_none": lambda: dict(model=RefinedLoop(False), inputs=[r(10, 5)], dynamic=["x:0=n,1=m"],

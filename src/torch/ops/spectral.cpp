@@ -4,6 +4,8 @@
 // shape and a Complex64/Complex128 dtype, so aten::size reads the complex dims. Only the ops in
 // complex_op_table() see such values; any other op given one is reported unsupported, so an op
 // that does not know the layout can never compute on it as if it were real.
+#include <cmath>
+
 #include "torch/ops/compose.h"
 
 namespace t2o {
@@ -21,6 +23,14 @@ std::string pair_of(Ctx& c, const TNode* n, size_t i, DType& real) {
   return v.name;
 }
 
+// The index of the (real, imaginary) dim of a complex value's pair tensor: -1 from opset 11, where
+// Squeeze/Unsqueeze/Reduce take negative axes; before, its logical rank.
+int64_t pair_axis(Ctx& c, const TV& z) {
+  if (c.b.opset() >= 11) return -1;
+  if (!z.rank_known) throw UnsupportedError("a complex tensor of unknown rank before opset 11");
+  return static_cast<int64_t>(z.shape.size());
+}
+
 void set_complex(Ctx& c, const TNode* n, const std::string& pair, DType complex, std::vector<int64_t> shape) {
   TV r = TV::tensor(pair, complex);
   r.shape = std::move(shape);
@@ -33,7 +43,6 @@ void set_complex(Ctx& c, const TNode* n, const std::string& pair, DType complex,
 // The result is [batch, n_fft/2 + 1 (onesided) or n_fft, frames] complex, held as the pair
 // tensor; return_complex=False gives that same layout as a real tensor.
 void stft(Ctx& c, const TNode* n) {
-  c.b.require(17, "aten::stft (STFT)");
   int64_t n_fft = c.i(n, "n_fft", 0);
   int r = c.rank(n, 0);
   if (r != 1 && r != 2) throw UnsupportedError("aten::stft of a tensor that is not 1-D or 2-D");
@@ -72,13 +81,34 @@ void stft(Ctx& c, const TNode* n) {
   std::string length = c.b.dim(x, 1);
   std::string frames = c.b.op1("Add", {c.b.op1("Div", {c.b.op1("Sub", {length, c.b.i64(n_fft)}), c.b.i64(hop)}),
                                       c.b.i64(1)});
-  std::string starts = c.b.op1("Mul", {c.b.op1("Range", {c.b.i64(0), frames, c.b.i64(1)}), c.b.i64(hop)});
-  std::string offsets = c.b.op1("Range", {c.b.i64(0), c.b.i64(n_fft), c.b.i64(1)});
+  std::string starts = c.b.op1("Mul", {arange_of(c, frames), c.b.i64(hop)});
+  std::vector<int64_t> offs(static_cast<size_t>(n_fft));
+  for (int64_t k = 0; k < n_fft; ++k) offs[static_cast<size_t>(k)] = k;
+  std::string offsets = c.b.i64s(offs);
   std::string idx = c.b.op1("Add", {c.b.unsqueeze(starts, {1}), c.b.unsqueeze(offsets, {0})});
   std::string framed = c.b.op1("Gather", {x, idx}, {Attribute::make_int("axis", 1)});  // [batch, frames, n_fft]
   framed = c.b.op1("Mul", {framed, window});
-  std::string spec = c.b.op1("DFT", {c.b.unsqueeze(framed, {3})},
-                             {Attribute::make_int("axis", 2), Attribute::make_int("onesided", onesided ? 1 : 0)});
+  std::string spec;
+  if (c.b.opset() >= 17) {
+    spec = c.b.op1("DFT", {c.b.unsqueeze(framed, {3})},
+                   {Attribute::make_int("axis", 2), Attribute::make_int("onesided", onesided ? 1 : 0)});
+  } else {
+    // Before DFT (opset 17): one MatMul with the DFT basis, columns (cos, -sin) per bin computed in
+    // double, then [.., bins * 2] -> [.., bins, 2].
+    int64_t bins = onesided ? n_fft / 2 + 1 : n_fft;
+    at::Tensor basis = at::empty({n_fft, bins, 2}, at::kDouble);
+    auto acc = basis.accessor<double, 3>();
+    for (int64_t j = 0; j < n_fft; ++j)
+      for (int64_t k = 0; k < bins; ++k) {
+        // (j * k) mod n_fft keeps the angle small, so cos/sin stay exact for long frames.
+        double angle = 2.0 * M_PI * static_cast<double>((j * k) % n_fft) / static_cast<double>(n_fft);
+        acc[j][k][0] = std::cos(angle);
+        acc[j][k][1] = -std::sin(angle);
+      }
+    basis = basis.reshape({n_fft, bins * 2}).to(t == DType::Double ? at::kDouble : at::kFloat);
+    spec = c.b.op1("MatMul", {framed, c.b.constant(tensor_from_torch(basis), "dft_basis")});
+    spec = c.b.op1("Reshape", {spec, c.b.i64s({0, 0, bins, 2})});
+  }
   // spec: [batch, frames, bins, 2]
   spec = c.b.transpose(spec, {0, 2, 1, 3});  // torch: [batch, bins, frames]
   if (normalized) spec = c.b.op1("Mul", {spec, c.b.scalar(1.0 / std::sqrt(static_cast<double>(n_fft)), t)});
@@ -93,7 +123,7 @@ void stft(Ctx& c, const TNode* n) {
 void complex_abs(Ctx& c, const TNode* n) {
   DType t;
   std::string z = pair_of(c, n, 0, t);
-  c.out(n, c.b.op1("Sqrt", {c.b.reduce("ReduceSum", c.b.op1("Mul", {z, z}), {-1}, false)}));
+  c.out(n, c.b.op1("Sqrt", {c.b.reduce("ReduceSum", c.b.op1("Mul", {z, z}), {pair_axis(c, c.in(n, 0))}, false)}));
 }
 
 void view_as_real(Ctx& c, const TNode* n) {
@@ -104,7 +134,8 @@ void view_as_real(Ctx& c, const TNode* n) {
 void part(Ctx& c, const TNode* n, int64_t k) {
   DType t;
   std::string z = pair_of(c, n, 0, t);
-  c.out(n, c.b.squeeze(c.b.op1("Gather", {z, c.b.i64s({k})}, {Attribute::make_int("axis", -1)}), {-1}));
+  int64_t a = pair_axis(c, c.in(n, 0));
+  c.out(n, c.b.squeeze(c.b.op1("Gather", {z, c.b.i64s({k})}, {Attribute::make_int("axis", a)}), {a}));
 }
 void real(Ctx& c, const TNode* n) { part(c, n, 0); }
 void imag(Ctx& c, const TNode* n) { part(c, n, 1); }
@@ -127,7 +158,12 @@ void complex_scale(Ctx& c, const TNode* n, const char* op) {
   if (s.kind == TV::Kind::Tensor && is_complex(s.dtype))
     throw UnsupportedError(std::string(n->kind().toQualString()) + " of two complex tensors");
   std::string k = c.tensor_as(s, t);
-  if (!(s.is_const() && !s.c.isTensor()) && !s.number) k = c.b.unsqueeze(k, {-1});
+  if (!(s.is_const() && !s.c.isTensor()) && !s.number) {
+    if (c.b.opset() < 11 && !s.rank_known && !s.is_const())
+      throw UnsupportedError(std::string(n->kind().toQualString()) + " by a tensor of unknown rank before opset 11");
+    int64_t a = c.b.opset() >= 11 ? -1 : s.is_const() ? s.c.toTensor().dim() : static_cast<int64_t>(s.shape.size());
+    k = c.b.unsqueeze(k, {a});
+  }
   set_complex(c, n, c.b.op1(op, {pair, k}), z.dtype, c.out_shape(n));
 }
 void complex_mul(Ctx& c, const TNode* n) { complex_scale(c, n, "Mul"); }
