@@ -1,5 +1,8 @@
 #include "torch/ops/compose.h"
 
+#include <algorithm>
+#include <type_traits>
+
 namespace t2o {
 
 std::string arange_of(Ctx& c, const std::string& len) {
@@ -11,6 +14,42 @@ std::string arange_of(Ctx& c, const std::string& len) {
   on.data<bool>()[0] = true;
   std::string ones = c.b.op1("ConstantOfShape", {c.b.reshape(len, {1})}, {Attribute::make_tensor("value", on)});
   return c.b.reshape(c.b.op1("NonZero", {ones}), {-1});
+}
+
+std::string filled(Ctx& c, const std::string& shape, double value, DType t) {
+  Tensor v(t, {1});
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+      v.data<T>()[0] = T(static_cast<float>(value));
+    else
+      v.data<T>()[0] = static_cast<T>(value);
+  });
+  return c.b.op1("ConstantOfShape", {shape}, {Attribute::make_tensor("value", v)});
+}
+
+std::string positions(Ctx& c, int64_t n) {
+  std::vector<int64_t> p(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int64_t>(i);
+  return c.b.i64s(p);
+}
+
+std::string pad_end(Ctx& c, const std::string& x, int r, const std::string& pads_end, double fill, DType t,
+                    const std::vector<int>& dims) {
+  if (c.b.opset() >= 11) {
+    std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), pads_end}, 0);
+    return c.b.op1("Pad", {x, pads, c.b.scalar(fill, t)}, {Attribute::make_string("mode", "constant")});
+  }
+  std::string y = x;
+  for (int d : dims) {
+    std::string s = c.b.shape_of(y);
+    std::vector<std::string> parts;
+    if (d > 0) parts.push_back(c.b.slice(s, {0}, {d}, {0}));
+    parts.push_back(c.b.slice(pads_end, {d}, {d + 1}, {0}));
+    if (d + 1 < r) parts.push_back(c.b.slice(s, {d + 1}, {r}, {0}));
+    y = c.b.concat({y, filled(c, c.b.concat(parts, 0), fill, t)}, d);
+  }
+  return y;
 }
 
 std::string band_mask(Ctx& c, const std::string& rows, const std::string& cols, const std::string& k, bool upper) {

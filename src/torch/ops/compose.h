@@ -30,6 +30,15 @@ bool all_static(const std::vector<int64_t>& shape);
 std::string shape_part(Ctx& c, const std::string& shape, int64_t from, int64_t to);
 // Concatenation of 1-D int64 parts, skipping "" (empty) ones.
 std::string concat_parts(Ctx& c, const std::vector<std::string>& parts);
+// A tensor of the given (1-D int64) shape filled with `value` of type t (ConstantOfShape).
+std::string filled(Ctx& c, const std::string& shape, double value, DType t);
+// The constant 0, 1, ..., n - 1 (1-D int64).
+std::string positions(Ctx& c, int64_t n);
+// x (rank r) padded at the end of each dim d by pads_end[d] elements of `fill` (pads_end: 1-D int64
+// [r], computed): Pad from opset 11, where it takes its pads as an input; before, a block of `fill`
+// concatenated for each dim in `dims`, the only dims whose pads may be non-zero.
+std::string pad_end(Ctx& c, const std::string& x, int r, const std::string& pads_end, double fill, DType t,
+                    const std::vector<int>& dims);
 // [rows, cols] bool mask of tril (col - row <= k) or, with `upper`, triu (col - row >= k), for 0-d
 // int64 rows, cols and k: what Trilu (opset 14) keeps, from two position vectors.
 std::string band_mask(Ctx& c, const std::string& rows, const std::string& cols, const std::string& k, bool upper);

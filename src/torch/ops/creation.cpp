@@ -42,18 +42,6 @@ bool const_fill(Ctx& c, const TNode* n, const TV& shape, double value) {
   return true;
 }
 
-std::string filled(Ctx& c, const std::string& shape, double value, DType t) {
-  Tensor v(t, {1});
-  dispatch_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-      v.data<T>()[0] = T(static_cast<float>(value));
-    else
-      v.data<T>()[0] = static_cast<T>(value);
-  });
-  return c.b.op1("ConstantOfShape", {shape}, {Attribute::make_tensor("value", v)});
-}
-
 // The result of a creation op sized by `sizes`: a dim given by a computed size is dynamic,
 // whatever the profiling runs saw (the size may come from a tensor's values).
 void out_sized(Ctx& c, const TNode* n, const std::string& name, const TV& sizes) {
@@ -172,28 +160,28 @@ void eye(Ctx& c, const TNode* n) {
 
 void tri(Ctx& c, const TNode* n, bool upper) {
   std::string x = c.t(n, 0);
+  bool k_const = n->inputs().size() < 2 || c.is_const(n, 1);
+  int64_t kc = k_const && n->inputs().size() > 1 ? c.i(n, 1) : 0;
+  auto k = [&] {  // the diagonal as a 0-d int64 (Trilu takes it as an input)
+    if (k_const) return c.b.i64(kc);
+    std::string v = c.int_tensor(c.in(n, 1));
+    return c.in(n, 1).rank_known && !c.in(n, 1).shape.empty() ? c.b.reshape(v, {}) : v;
+  };
+  if (c.b.opset() >= 14) return c.out(n, c.b.op1("Trilu", {x, k()}, {Attribute::make_int("upper", upper)}));
+  // Before Trilu: a constant mask for static sizes and diagonal, else the band of positions.
   DType t = c.dtype(n, 0);
   auto shape = c.shape(n, 0);
   int r = static_cast<int>(shape.size());
   if (r < 2) throw UnsupportedError("tril/triu of a tensor with fewer than 2 dims");
-  if (n->inputs().size() > 1 && !c.is_const(n, 1)) {  // a computed diagonal: Trilu takes it as an input
-    std::string k = c.int_tensor(c.in(n, 1));
-    if (c.in(n, 1).rank_known && !c.in(n, 1).shape.empty()) k = c.b.reshape(k, {});
-    if (c.b.opset() >= 14) return c.out(n, c.b.op1("Trilu", {x, k}, {Attribute::make_int("upper", upper)}));
-    std::string mask = band_mask(c, c.b.dim(x, r - 2), c.b.dim(x, r - 1), k, upper);
-    return c.out(n, c.b.op1("Where", {mask, x, c.b.scalar(0, t)}));
+  int64_t rows = shape[static_cast<size_t>(r - 2)], cols = shape[static_cast<size_t>(r - 1)];
+  std::string mask;
+  if (k_const && rows >= 0 && cols >= 0) {
+    at::Tensor ones = at::ones({rows, cols}, at::kBool);
+    mask = c.b.constant(tensor_from_torch(upper ? at::triu(ones, kc) : at::tril(ones, kc)), "mask");
+  } else {
+    mask = band_mask(c, c.b.dim(x, r - 2), c.b.dim(x, r - 1), k(), upper);
   }
-  int64_t k = n->inputs().size() > 1 ? c.i(n, 1) : 0;
-  if (c.b.opset() >= 14)
-    return c.out(n, c.b.op1("Trilu", {x, c.b.i64(k)}, {Attribute::make_int("upper", upper)}));
-  int64_t rows = shape.at(shape.size() - 2), cols = shape.back();
-  if (rows < 0 || cols < 0) {  // before Trilu: the band of positions, computed from the sizes
-    std::string mask = band_mask(c, c.b.dim(x, r - 2), c.b.dim(x, r - 1), c.b.i64(k), upper);
-    return c.out(n, c.b.op1("Where", {mask, x, c.b.scalar(0, t)}));
-  }
-  at::Tensor ones = at::ones({rows, cols}, at::kBool);
-  at::Tensor mask = upper ? at::triu(ones, k) : at::tril(ones, k);
-  c.out(n, c.b.op1("Where", {c.b.constant(tensor_from_torch(mask), "mask"), x, c.b.scalar(0, t)}));
+  c.out(n, c.b.op1("Where", {mask, x, c.b.scalar(0, t)}));
 }
 void tril(Ctx& c, const TNode* n) { tri(c, n, false); }
 void triu(Ctx& c, const TNode* n) { tri(c, n, true); }

@@ -69,24 +69,10 @@ std::string reduce_at_positions(Ctx& c, const std::string& x, const std::string&
   auto to_x = [&](const std::string& reduced, double fill) {
     std::string v = c.b.squeeze(c.b.transpose(reduced, perm), {r});
     // Dims other than `axis` may be shorter in index than in x: the rest takes `fill`.
-    std::string pads_end = c.b.op1("Sub", {c.b.shape_of(x), c.b.shape_of(v)});
-    if (c.b.opset() < 11) {
-      // Pad takes its pads as an attribute: each dim gets a block of `fill` concatenated at its end.
-      Tensor value = tensor_from_torch(at::full({1}, fill, at::TensorOptions().dtype(scalar_type_from_dtype(t))));
-      for (int d = 0; d < r; ++d) {
-        if (d == axis) continue;
-        std::string s = c.b.shape_of(v);
-        std::vector<std::string> parts;
-        if (d > 0) parts.push_back(c.b.slice(s, {0}, {d}, {0}));
-        parts.push_back(c.b.slice(pads_end, {d}, {d + 1}, {0}));
-        if (d + 1 < r) parts.push_back(c.b.slice(s, {d + 1}, {r}, {0}));
-        std::string block = c.b.op1("ConstantOfShape", {c.b.concat(parts, 0)}, {Attribute::make_tensor("value", value)});
-        v = c.b.concat({v, block}, d);
-      }
-      return v;
-    }
-    std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), pads_end}, 0);
-    return c.b.op1("Pad", {v, pads, c.b.scalar(fill, t)}, {Attribute::make_string("mode", "constant")});
+    std::vector<int> others;
+    for (int d = 0; d < r; ++d)
+      if (d != axis) others.push_back(d);
+    return pad_end(c, v, r, c.b.op1("Sub", {c.b.shape_of(x), c.b.shape_of(v)}), fill, t, others);
   };
   if (count) *count = to_x(c.b.reduce("ReduceSum", c.b.cast(mask, t), {axis}, true), 0);
   return to_x(c.b.reduce(op, filled, {axis}, true), ident);
@@ -328,19 +314,17 @@ Advanced advanced(Ctx& c, const std::string& x, int r, const std::vector<std::pa
   for (size_t k = 1; k < idx.size(); ++k) adjacent = adjacent && idx[k].first == idx[k - 1].first + 1;
   a.at = adjacent ? idx[0].first : 0;
   std::string shape = c.b.shape_of(x);
-  std::vector<std::string> parts;
   for (const auto& [axis, i] : idx) {
     std::string t = c.tensor_as(i, DType::Int64);
     std::string len = c.b.op1("Gather", {shape, c.b.i64(axis)});
-    parts.push_back(c.b.op1("Add", {t, c.b.op1("Mul", {c.b.cast(c.b.op1("Less", {t, c.b.i64(0)}), DType::Int64), len})}));
+    a.parts.push_back(c.b.op1("Add", {t, c.b.op1("Mul", {c.b.cast(c.b.op1("Less", {t, c.b.i64(0)}), DType::Int64), len})}));
     a.lens.push_back(len);
   }
-  a.parts = parts;
-  std::string acc = parts[0];
-  for (size_t k = 1; k < parts.size(); ++k) acc = c.b.op1("Add", {acc, c.b.op1("Mul", {parts[k], c.b.i64(0)})});
+  std::string acc = a.parts[0];
+  for (size_t k = 1; k < a.parts.size(); ++k) acc = c.b.op1("Add", {acc, c.b.op1("Mul", {a.parts[k], c.b.i64(0)})});
   a.bshape = c.b.shape_of(acc);
   std::vector<std::string> cols;
-  for (auto& p : parts) cols.push_back(c.b.unsqueeze(c.b.op1("Expand", {p, a.bshape}), {-1}));
+  for (auto& p : a.parts) cols.push_back(c.b.unsqueeze(c.b.op1("Expand", {p, a.bshape}), {-1}));
   a.stacked = c.b.concat(cols, -1);
   return a;
 }

@@ -1,4 +1,5 @@
 // Normalization: batch, layer, group, instance norm (eval semantics), plus F.normalize pieces.
+#include "torch/ops/compose.h"
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -9,8 +10,7 @@ namespace {
 std::string param_or(Ctx& c, const TNode* n, size_t i, int64_t channels, double fill, DType t) {
   if (!c.is_none(n, i)) return c.t_as(n, i, t);
   if (channels >= 0) return c.b.vec(std::vector<double>(static_cast<size_t>(channels), fill), t);
-  Tensor v = tensor_from_torch(at::full({1}, fill, at::TensorOptions().dtype(scalar_type_from_dtype(t))));
-  return c.b.op1("ConstantOfShape", {c.b.unsqueeze(c.b.dim(c.t(n, 0), 1), {0})}, {Attribute::make_tensor("value", v)});
+  return filled(c, c.b.unsqueeze(c.b.dim(c.t(n, 0), 1), {0}), fill, t);
 }
 
 std::string normalize(Ctx& c, const std::string& x, const std::vector<int64_t>& axes, double eps, DType t);

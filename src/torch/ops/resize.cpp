@@ -307,6 +307,12 @@ void interpolate(Ctx& c, const TNode* n) {
   throw UnsupportedError("aten::__interpolate with mode '" + mode + "'");
 }
 
+// Dim i of x as a 1-element int64: a constant where the profiled shape has it.
+std::string dim_1d(Ctx& c, const std::string& x, const std::vector<int64_t>& in, int i) {
+  int64_t v = in[static_cast<size_t>(i)];
+  return v >= 0 ? c.b.i64s({v}) : c.b.unsqueeze(c.b.dim(x, i), {0});
+}
+
 void pixel_shuffle(Ctx& c, const TNode* n) {
   int64_t r = c.i(n, 1);
   std::string x = c.t(n, 0);
@@ -321,8 +327,7 @@ void pixel_shuffle(Ctx& c, const TNode* n) {
     y = c.b.transpose(y, {0, 1, 4, 2, 5, 3});
     return c.out(n, c.b.reshape(y, {0, in[1] / (r * r), in[2] * r, in[3] * r}));
   }
-  auto d = [&](int i) { return in[static_cast<size_t>(i)] >= 0 ? c.b.i64s({in[static_cast<size_t>(i)]})
-                                                               : c.b.unsqueeze(c.b.dim(x, i), {0}); };
+  auto d = [&](int i) { return dim_1d(c, x, in, i); };
   std::string rr = c.b.i64s({r});
   std::string ch = c.b.op1("Div", {d(1), c.b.i64s({r * r})});
   std::string y = c.b.op1("Reshape", {x, c.b.concat({d(0), ch, rr, rr, d(2), d(3)}, 0)});
@@ -344,8 +349,7 @@ void pixel_unshuffle(Ctx& c, const TNode* n) {
     y = c.b.transpose(y, {0, 1, 3, 5, 2, 4});
     return c.out(n, c.b.reshape(y, {0, in[1] * r * r, in[2] / r, in[3] / r}));
   }
-  auto d = [&](int i) { return in[static_cast<size_t>(i)] >= 0 ? c.b.i64s({in[static_cast<size_t>(i)]})
-                                                               : c.b.unsqueeze(c.b.dim(x, i), {0}); };
+  auto d = [&](int i) { return dim_1d(c, x, in, i); };
   auto div = [&](int i) { return c.b.op1("Div", {d(i), c.b.i64s({r})}); };
   std::string rr = c.b.i64s({r});
   std::string y = c.b.op1("Reshape", {x, c.b.concat({d(0), d(1), div(2), rr, div(3), rr}, 0)});

@@ -125,16 +125,8 @@ void pad_packed(Ctx& c, const TNode* n) {
   const TV& total = c.in(n, 4);
   if (!(total.is_const() && total.c.isInt() && total.c.toInt() <= 0)) {
     std::string extra = c.b.op1("Sub", {c.b.unsqueeze(c.int_tensor(total), {0}), maxlen});
-    if (c.b.opset() < 11) {  // Pad's pads are an attribute: concatenate a block of padding steps
-      std::string block = c.b.concat({extra, c.b.slice(c.b.shape_of(y), {1}, {r}, {0})}, 0);
-      Tensor value = tensor_from_torch(at::full({1}, pad, at::TensorOptions().dtype(scalar_type_from_dtype(t))));
-      block = c.b.op1("ConstantOfShape", {block}, {Attribute::make_tensor("value", value)});
-      y = c.b.concat({y, block}, 0);
-    } else {
-      std::string pads = c.b.concat({c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r), 0)), extra,
-                                     c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r - 1), 0))}, 0);
-      y = c.b.op1("Pad", {y, pads, c.b.scalar(pad, t)}, {Attribute::make_string("mode", "constant")});
-    }
+    std::string pads_end = c.b.concat({extra, c.b.i64s(std::vector<int64_t>(static_cast<size_t>(r - 1), 0))}, 0);
+    y = pad_end(c, y, r, pads_end, pad, t, {0});
   }
   if (c.flag(n, 2)) {
     std::vector<int64_t> perm;

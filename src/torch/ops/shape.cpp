@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "torch/ops/compose.h"
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -72,9 +73,7 @@ void transpose(Ctx& c, const TNode* n) {
 std::string squeeze_where_one(Ctx& c, const std::string& x, int r, const std::string& candidate) {
   std::string s = c.b.shape_of(x);
   std::string drop = c.b.op1("And", {c.b.op1("Equal", {s, c.b.i64(1)}), candidate});
-  std::vector<int64_t> all(static_cast<size_t>(r));
-  for (int i = 0; i < r; ++i) all[static_cast<size_t>(i)] = i;
-  std::string kept = c.b.op1("Compress", {c.b.i64s(all), c.b.op1("Not", {drop})},
+  std::string kept = c.b.op1("Compress", {positions(c, r), c.b.op1("Not", {drop})},
                              {Attribute::make_int("axis", 0)});
   std::vector<Attribute> attrs;
   if (c.b.opset() >= 14) attrs.push_back(Attribute::make_int("allowzero", 1));
@@ -88,9 +87,7 @@ void squeeze(Ctx& c, const TNode* n) {
     // A computed dim: dim + r when negative, compared with every axis.
     std::string d = c.int_tensor(c.in(n, 1));
     d = c.b.op1("Add", {d, c.b.op1("Mul", {c.b.cast(c.b.op1("Less", {d, c.b.i64(0)}), DType::Int64), c.b.i64(r)})});
-    std::vector<int64_t> all(static_cast<size_t>(r));
-    for (int i = 0; i < r; ++i) all[static_cast<size_t>(i)] = i;
-    return c.out(n, squeeze_where_one(c, c.t(n, 0), r, c.b.op1("Equal", {c.b.i64s(all), c.b.reshape(d, {})})));
+    return c.out(n, squeeze_where_one(c, c.t(n, 0), r, c.b.op1("Equal", {positions(c, r), c.b.reshape(d, {})})));
   }
   std::vector<int64_t> cand;
   if (n->inputs().size() > 1) {

@@ -82,10 +82,7 @@ void stft(Ctx& c, const TNode* n) {
   std::string frames = c.b.op1("Add", {c.b.op1("Div", {c.b.op1("Sub", {length, c.b.i64(n_fft)}), c.b.i64(hop)}),
                                       c.b.i64(1)});
   std::string starts = c.b.op1("Mul", {arange_of(c, frames), c.b.i64(hop)});
-  std::vector<int64_t> offs(static_cast<size_t>(n_fft));
-  for (int64_t k = 0; k < n_fft; ++k) offs[static_cast<size_t>(k)] = k;
-  std::string offsets = c.b.i64s(offs);
-  std::string idx = c.b.op1("Add", {c.b.unsqueeze(starts, {1}), c.b.unsqueeze(offsets, {0})});
+  std::string idx = c.b.op1("Add", {c.b.unsqueeze(starts, {1}), c.b.unsqueeze(positions(c, n_fft), {0})});
   std::string framed = c.b.op1("Gather", {x, idx}, {Attribute::make_int("axis", 1)});  // [batch, frames, n_fft]
   framed = c.b.op1("Mul", {framed, window});
   std::string spec;
