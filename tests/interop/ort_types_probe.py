@@ -33,6 +33,10 @@ REDUCE = ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceMean", "Re
 OTHER = ["Where", "Clip", "CumSum", "Reshape", "Concat", "Slice", "Gather", "GatherElements", "GatherND", "Expand",
          "Tile", "Squeeze", "Unsqueeze", "Pad", "TopK", "Range", "Split", "ScatterElements", "ScatterND", "Einsum",
          "Resize", "OneHot", "ConstantOfShape", "Cast", "Pow.1"]
+# Ops on NCHW-style inputs and the rest the converter emits with a type parameter.
+SPATIAL = ["Gemm", "Conv", "ConvTranspose", "AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool",
+           "LpPool", "DepthToSpace", "SpaceToDepth", "InstanceNormalization", "LRN", "Unique", "GridSample",
+           "Det", "Compress", "ReverseSequence", "Hardmax", "LayerNormalization", "Upsample"]
 
 
 def i64(name, vals, dims=None):
@@ -136,12 +140,71 @@ def node_for(op, t, opset):
         return [h.make_node("Pow", ["x", "y"], ["o"])], [xf, y], []
     if op == "Cast":  # from t to float
         return [h.make_node(op, ["x"], ["o"], to=T.FLOAT)], [x], []
+    return spatial_node_for(op, t, opset)
+
+
+def spatial_node_for(op, t, opset):
+    x4 = h.make_tensor_value_info("x", t, [1, 4, 4, 4])
+    if op == "Gemm":
+        a = h.make_tensor_value_info("x", t, [2, 3])
+        b = h.make_tensor_value_info("y", t, [3, 2])
+        cc = h.make_tensor_value_info("z", t, [2])
+        return [h.make_node(op, ["x", "y", "z"], ["o"])], [a, b, cc], []
+    if op in ("Conv", "ConvTranspose"):
+        w = h.make_tensor_value_info("w", t, [4, 4, 3, 3])
+        return [h.make_node(op, ["x", "w"], ["o"])], [x4, w], []
+    if op in ("AveragePool", "MaxPool", "LpPool"):
+        return [h.make_node(op, ["x"], ["o"], kernel_shape=[2, 2])], [x4], []
+    if op in ("GlobalAveragePool", "GlobalMaxPool"):
+        return [h.make_node(op, ["x"], ["o"])], [x4], []
+    if op in ("DepthToSpace", "SpaceToDepth"):
+        return [h.make_node(op, ["x"], ["o"], blocksize=2)], [x4], []
+    if op == "InstanceNormalization":
+        s = h.make_tensor_value_info("s", t, [4])
+        b = h.make_tensor_value_info("b", t, [4])
+        return [h.make_node(op, ["x", "s", "b"], ["o"])], [x4, s, b], []
+    if op == "LayerNormalization":
+        if opset < 17:
+            return None
+        s = h.make_tensor_value_info("s", t, [4])
+        b = h.make_tensor_value_info("b", t, [4])
+        return [h.make_node(op, ["x", "s", "b"], ["o"])], [x4, s, b], []
+    if op == "LRN":
+        return [h.make_node(op, ["x"], ["o"], size=3)], [x4], []
+    if op == "Unique":
+        if opset < 11:
+            return None
+        return [h.make_node(op, ["x"], ["o", "i", "inv", "c"], sorted=1)], [x4], []
+    if op == "GridSample":
+        if opset < 16:
+            return None
+        g = h.make_tensor_value_info("g", t, [1, 2, 2, 2])
+        return [h.make_node(op, ["x", "g"], ["o"])], [x4, g], []
+    if op == "Det":
+        if opset < 11:
+            return None
+        return [h.make_node(op, ["x"], ["o"])], [x4], []
+    if op == "Compress":
+        c = h.make_tensor("c", T.BOOL, [4], [1, 0, 1, 0])
+        return [h.make_node(op, ["x", "c"], ["o"], axis=1)], [x4], [c]
+    if op == "ReverseSequence":
+        if opset < 10:
+            return None
+        l = h.make_tensor_value_info("l", T.INT64, [4])
+        return [h.make_node(op, ["x", "l"], ["o"], batch_axis=1, time_axis=0)], [x4, l], []
+    if op == "Hardmax":
+        return [h.make_node(op, ["x"], ["o"], axis=1 if opset < 13 else -1)], [x4], []
+    if op == "Upsample":
+        if opset > 9:
+            return None
+        return [h.make_node(op, ["x", "sc"], ["o"], mode="nearest")], [x4], [
+            h.make_tensor("sc", T.FLOAT, [4], [1, 1, 2, 2])]
     raise ValueError(op)
 
 
 def build(folder):
     cases = []
-    for op in UNARY + BINARY + REDUCE + OTHER:
+    for op in UNARY + BINARY + REDUCE + OTHER + SPATIAL:
         for tn, t in TYPES.items():
             for opset in OPSETS:
                 made = node_for(op, t, opset)
