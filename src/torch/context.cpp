@@ -68,6 +68,16 @@ void Ctx::set(const TValue* v, TV tv) {
   // Never executed while profiling (a branch the example inputs did not take): the promoted type
   // of the producing node's tensor operands, which holds for the indexing and elementwise ops such
   // branches mostly contain.
+  // A number (int, float, bool) that no run computed has its TorchScript type, as profiling records it.
+  if (tv.kind == TV::Kind::Tensor && tv.dtype == DType::Undefined) {
+    auto k = v->type()->kind();
+    if (k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType || k == c10::TypeKind::BoolType) {
+      tv.dtype = k == c10::TypeKind::IntType ? DType::Int64 : k == c10::TypeKind::FloatType ? DType::Float : DType::Bool;
+      tv.number = true;
+      tv.shape.clear();
+      tv.rank_known = true;
+    }
+  }
   if (tv.kind == TV::Kind::Tensor && tv.dtype == DType::Undefined && v->node() && v->type()->cast<c10::TensorType>()) {
     DType t = DType::Undefined;
     for (const TValue* in : v->node()->inputs()) {
@@ -533,8 +543,24 @@ void Ctx::convert_dequantized(TNode* n) {
   for (const TValue* o : n->outputs()) {
     const Observed* ob = prof_.get(o);
     const TV& f = get(o);
-    if (!ob || !ob->quantized || f.kind != TV::Kind::Tensor || f.poisoned) continue;
+    if (!ob || f.poisoned) continue;
     try {
+      if (f.kind == TV::Kind::List && ob->elems.size() == f.items.size()) {
+        // chunk / split / unbind of a quantized tensor: each part keeps the input's scale and zero point.
+        TV parts = f;
+        for (size_t k = 0; k < parts.items.size(); ++k) {
+          const Observed& e = ob->elems[k];
+          TV& it = parts.items[k];
+          if (!e.quantized || it.kind != TV::Kind::Tensor) continue;
+          if (e.per_channel || e.qvaries)
+            throw UnsupportedError("a quantized result whose scale and zero point are per channel or vary");
+          it = quantize_to(*this, it, tensor(it), b.scalar(e.qscale, DType::Float), quantized_zero(*this, e.qzero, e.qdtype),
+                           e.qdtype);
+        }
+        vals_[o] = parts;
+        continue;
+      }
+      if (!ob->quantized || f.kind != TV::Kind::Tensor) continue;
       vals_[o] = requantized(*this, o, tensor(f), first, f);
     } catch (const UnsupportedError& e) {
       unsupported[std::string(n->kind().toQualString()) + " (" + e.what() + ")"].push_back(source_of(n));

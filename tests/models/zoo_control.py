@@ -156,6 +156,19 @@ class EarlyReturn(nn.Module):
         return y - 1
 
 
+class UnrunIntBranch(nn.Module):
+    """torchvision RAFT's size check: `w % 8 == 0` sits in an `and` that only the profiling run at the
+    odd size evaluates, and that run fails further on (the reshape by 8), so no successful run saw those
+    ints. A shape slice that starts before the list's beginning takes the whole list (Python's rule)."""
+    def forward(self, x):
+        b, c, h, w = x.shape
+        if not (h % 8 == 0) and (w % 8 == 0):
+            raise ValueError("H and W must be divisible by 8")
+        dims = x.shape[-6:]
+        y = x.reshape(b, c, h // 8, 8, w // 8, 8)
+        return y.mean(dim=(3, 5)) * dims[1] + len(dims)
+
+
 def fixtures():
     r = torch.randn
     return {
@@ -178,6 +191,8 @@ def fixtures():
                                          alt_inputs=[r(5, 2, 4)], min_opset=(11, "aten::add_", "state[1] += x[i]")),
         "ctl_early_return": lambda: dict(model=EarlyReturn(), inputs=[r(3, 4)], dynamic=["y:0=n,1=m"],
                                          alt_inputs=[r(1, 3)], min_opset=(11, "prim::If", "if y.size(0) == 1:")),
+        "ctl_unrun_int_branch": lambda: dict(model=UnrunIntBranch(), inputs=[r(1, 2, 16, 24)],
+                                             dynamic=["x:0=b,2=h,3=w"], alt_inputs=[r(2, 2, 32, 8)]),
         "err_ctl_seq_pop": lambda: dict(model=LoopListPop(), inputs=[r(2, 3)],
                                         expect_error="3 aten::pop at zoo_control.py:"),
     }

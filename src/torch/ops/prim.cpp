@@ -490,12 +490,18 @@ void list_slice(Ctx& c, const TNode* n) {
     r.shape = {-1};
     return c.set(n->output(), r);
   }
-  int64_t s = c.is_none(n, 1) ? 0 : c.i(n, 1), e = c.is_none(n, 2) ? len : c.i(n, 2), st = c.i(n, 3);
-  if (s < 0) s += len;
-  if (e < 0) e += len;
-  e = std::min(e, len);
+  // Python's slice of a list: negative bounds count from the end, then both clamp to the list.
+  int64_t st = c.is_none(n, 3) ? 1 : c.i(n, 3);
+  if (st == 0) throw UnsupportedError("list slice with step 0");
+  auto clamp = [&](size_t i, int64_t dflt) {
+    if (c.is_none(n, i)) return dflt;
+    int64_t v = c.i(n, i);
+    if (v < 0) v += len;
+    return st > 0 ? std::clamp<int64_t>(v, 0, len) : std::clamp<int64_t>(v, -1, len - 1);
+  };
+  int64_t s = clamp(1, st > 0 ? 0 : len - 1), e = clamp(2, st > 0 ? len : -1);
   std::vector<TV> r;
-  for (int64_t i = s; i < e; i += st) r.push_back(items[static_cast<size_t>(i)]);
+  for (int64_t i = s; st > 0 ? i < e : i > e; i += st) r.push_back(items[static_cast<size_t>(i)]);
   c.set(n->output(), TV::list(r));
 }
 
