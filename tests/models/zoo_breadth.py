@@ -388,6 +388,69 @@ class ToList(nn.Module):
         return torch.tensor(v[1]) * v[0][2] + len(v)
 
 
+class AdaptiveMaxIndices(nn.Module):
+    """Adaptive max pooling with return_indices (OpInfo's samples): windows that do not divide the input
+    (overlapping, of two widths), equal windows, an unbatched input, and 1-D / 3-D; the indices are flat
+    within each (n, c) plane."""
+    def forward(self, x, u, v, w):
+        a, ia = F.adaptive_max_pool2d(x, (2, 3), return_indices=True)
+        b, ib = F.adaptive_max_pool2d(x, 2, return_indices=True)
+        d, idd = F.adaptive_max_pool2d(u, (3, 2), return_indices=True)
+        e, ie = F.adaptive_max_pool1d(v, 3, return_indices=True)
+        f, i_f = F.adaptive_max_pool3d(w, (2, 2, 3), return_indices=True)
+        return a, ia, b, ib, d, idd, e, ie, f, i_f
+
+
+class DoubleConvNet(nn.Module):
+    """A model converted with .double(): ONNX Runtime's CPU provider has no float64 Conv, ConvTranspose or
+    AveragePool, so those compute in float32 between casts (the model must load and run there); the
+    rest stays float64."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.up = nn.ConvTranspose2d(4, 2, 2, stride=2)
+        self.fc = nn.Linear(2, 3)
+
+    def forward(self, x):
+        y = F.avg_pool2d(torch.relu(self.conv(x)), 2)
+        return self.fc(self.up(y).permute(0, 2, 3, 1)), F.adaptive_max_pool2d(y, 1)
+
+
+class QuantChunk(nn.Module):
+    """torchvision's quantized ShuffleNetV2 block: a quantized tensor chunked in two (each part keeps the
+    scale and zero point), one part through a quantized conv + relu, concatenated back, channels shuffled.
+    Tolerance: one step of the output's scale (0.00706). PyTorch's quantized conv accumulates in int32 and
+    requantizes through a float32 multiplier; the ONNX form convolves the dequantized values in float, so
+    a result within float rounding of a half step may round the other way (1 of 432 elements here)."""
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.conv = nn.Sequential(nn.Conv2d(4, 4, 1), nn.ReLU())
+        self.branch = nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), nn.ReLU())
+        self.cat = torch.ao.nn.quantized.FloatFunctional()
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x):
+        x = self.conv(self.quant(x))
+        x1, x2 = x.chunk(2, dim=1)
+        y = self.cat.cat([x1, self.branch(x2)], 1)
+        b, c, h, w = y.shape
+        y = y.view(b, 2, c // 2, h, w).transpose(1, 2).contiguous().view(b, c, h, w)
+        return self.dequant(y)
+
+
+def quant_chunk():
+    torch.backends.quantized.engine = "qnnpack"
+    m = QuantChunk().eval()
+    torch.ao.quantization.fuse_modules(m, [["conv.0", "conv.1"], ["branch.0", "branch.1"]], inplace=True)
+    m.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    torch.ao.quantization.prepare(m, inplace=True)
+    with torch.no_grad():
+        for i in range(4):
+            m(torch.randn(2, 4, 6, 6, generator=torch.Generator().manual_seed(i)))
+    return torch.ao.quantization.convert(m)
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -401,6 +464,13 @@ def fixtures():
         "br_tri_dynamic": lambda: dict(model=TriDynamic(), inputs=[r(4, 5, 5)], dynamic=["x:0=b,1=n,2=n"],
                                        alt_inputs=[r(6, 3, 3)], min_opset=(10, "aten::slice", "x.masked_fill(causal")),
         "br_tolist": lambda: dict(model=ToList(), inputs=[r(2, 3)]),
+        "br_quant_chunk": lambda: dict(model=quant_chunk(), inputs=[r(2, 4, 6, 6)], dynamic=["x:0=b"],
+                                       alt_inputs=[r(3, 4, 6, 6)], tol=(0, 0.0072),
+                                       min_opset=(10, "aten::quantize_per_tensor", "x = self.conv(self.quant(x))")),
+        "br_double_conv": lambda: dict(model=DoubleConvNet().double(), inputs=[r(2, 3, 10, 10, dtype=torch.float64)],
+                                       dynamic=["x:0=b"], alt_inputs=[r(1, 3, 10, 10, dtype=torch.float64)]),
+        "br_adaptive_max_indices": lambda: dict(model=AdaptiveMaxIndices(),
+                                                inputs=[r(2, 3, 6, 8), r(4, 5, 5), r(3, 4, 7), r(1, 2, 4, 3, 5)]),
         "br_fake_quant_trace": lambda: dict(model=FakeQuant(), inputs=[qx, torch.tensor(0.02), torch.tensor(2)], mode="trace",
                                             data=True, dynamic=["x:0=n"], alt_inputs=[qx[:2], torch.tensor(0.02), torch.tensor(2)],
                                             min_opset=(11, "aten::fake_quantize_per_channel_affine", "g = torch.fake")),

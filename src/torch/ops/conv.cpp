@@ -275,6 +275,71 @@ void avg_pool(Ctx& c, const TNode* n) {
   emit_pool(c, n, "AveragePool", p, include && any_pad);
 }
 
+// torch's indices of adaptive max pooling on x (N, C, spatial...): for each output position the
+// first position (row-major, flat within its (n, c) plane) of its window's maximum. Each window is
+// cut, flattened and ArgMax'ed (ArgMax keeps the first maximum, as torch does); its position in the
+// window becomes the plane's by the window's start and widths. Static spatial sizes.
+std::string adaptive_max_indices(Ctx& c, const std::string& x, const std::vector<int64_t>& spatial,
+                                 const std::vector<int64_t>& out) {
+  size_t sd = spatial.size();
+  int64_t windows = 1;
+  for (size_t i = 0; i < sd; ++i) {
+    if (spatial[i] < 0) throw UnsupportedError("adaptive max pooling indices with dynamic spatial sizes");
+    windows *= out[i];
+  }
+  bool divisible = true;
+  int64_t plane = 1;
+  for (size_t i = 0; i < sd; ++i) {
+    divisible = divisible && spatial[i] % out[i] == 0;
+    plane *= spatial[i];
+  }
+  if (divisible) {  // equal windows: MaxPool's indices (flat over the whole tensor) within the plane
+    std::vector<int64_t> k;
+    for (size_t i = 0; i < sd; ++i) k.push_back(spatial[i] / out[i]);
+    std::string idx = c.b.op("MaxPool", {x}, {Attribute::make_ints("kernel_shape", k), Attribute::make_ints("strides", k)},
+                             2)[1];
+    std::string q = c.b.op1("Div", {idx, c.b.i64(plane)});
+    return c.b.op1("Sub", {idx, c.b.op1("Mul", {q, c.b.i64(plane)})});
+  }
+  if (windows > 4096) throw UnsupportedError("adaptive max pooling indices of more than 4096 windows per plane");
+  std::vector<std::string> parts;
+  std::vector<int64_t> flat{0, 0, -1};
+  for (int64_t w = 0; w < windows; ++w) {
+    std::vector<int64_t> starts(sd), ends(sd), axes(sd), pos(sd);
+    for (size_t i = sd, rest = static_cast<size_t>(w); i-- > 0;) {
+      pos[i] = static_cast<int64_t>(rest % static_cast<size_t>(out[i]));
+      rest /= static_cast<size_t>(out[i]);
+    }
+    for (size_t i = 0; i < sd; ++i) {
+      starts[i] = pos[i] * spatial[i] / out[i];
+      ends[i] = ((pos[i] + 1) * spatial[i] + out[i] - 1) / out[i];
+      axes[i] = static_cast<int64_t>(2 + i);
+    }
+    std::string local = c.b.op1("ArgMax", {c.b.reshape(c.b.slice(x, starts, ends, axes), flat)},
+                                {Attribute::make_int("axis", 2), Attribute::make_int("keepdims", 1)});
+    // local = sum_i (p_i * radix_i), radix over the window's widths; the plane index is
+    // sum_i (start_i + p_i) * stride_i, stride over the input's sizes.
+    std::string idx;
+    int64_t offset = 0, radix = 1, stride = 1;
+    for (size_t i = sd; i-- > 0;) {
+      int64_t width = ends[i] - starts[i];
+      std::string p = radix == 1 ? local : c.b.op1("Div", {local, c.b.i64(radix)});
+      if (i > 0) p = c.b.op1("Sub", {p, c.b.op1("Mul", {c.b.op1("Div", {p, c.b.i64(width)}), c.b.i64(width)})});
+      if (stride != 1) p = c.b.op1("Mul", {p, c.b.i64(stride)});
+      idx = idx.empty() ? p : c.b.op1("Add", {idx, p});
+      offset += starts[i] * stride;
+      radix *= width;
+      stride *= spatial[i];
+    }
+    if (offset) idx = c.b.op1("Add", {idx, c.b.i64(offset)});
+    parts.push_back(idx);
+  }
+  std::string all = parts.size() == 1 ? parts[0] : c.b.concat(parts, 2);
+  std::vector<int64_t> shape{0, 0};
+  shape.insert(shape.end(), out.begin(), out.end());
+  return c.b.reshape(all, shape);
+}
+
 // Adaptive pooling: equal windows become one pool; otherwise each output index reduces its own
 // [floor(i*in/out), ceil((i+1)*in/out)) window, one spatial axis at a time (exact for mean and max).
 void adaptive_pool(Ctx& c, const TNode* n, bool is_max) {
@@ -294,13 +359,20 @@ void adaptive_pool(Ctx& c, const TNode* n, bool is_max) {
   for (size_t i = 0; i < sd; ++i)
     if (out[i] == -2) out[i] = spatial[i];
   std::string x = c.t_as(n, 0, t);
+  // An unbatched input (C, spatial...) pools as a batch of one.
+  bool unbatched = static_cast<size_t>(r) == sd + 1;
+  if (unbatched) {
+    x = c.b.unsqueeze(x, {0});
+    ++r;
+  }
+  auto unbatch = [&](const std::string& y) { return unbatched ? c.b.squeeze(y, {0}) : y; };
   bool ones = true;
   for (int64_t o : out) ones = ones && o == 1;
   auto finish = [&](const std::string& y) {
-    c.out(n, 0, y);
+    c.out(n, 0, unbatch(y));
     if (n->outputs().size() > 1) {
-      if (n->output(1)->hasUses()) throw UnsupportedError("adaptive max pooling indices");
-      c.set(n->output(1), TV::constant(c10::IValue()));
+      if (!n->output(1)->hasUses()) return c.set(n->output(1), TV::constant(c10::IValue()));
+      c.out(n, 1, unbatch(adaptive_max_indices(c, x, spatial, out)));
     }
   };
   if (ones) return finish(c.b.op1(is_max ? "GlobalMaxPool" : "GlobalAveragePool", {x}));

@@ -45,6 +45,8 @@ void register_quantized_ops(OpTable& t);
 // tensor), v as a quantized TV, its float values, and float x quantized.
 bool is_quantized(const TV& v);
 TV quantized_tv(Ctx& c, const TV& v);
+// A 0-d zero point of the storage type `repr`.
+std::string quantized_zero(Ctx& c, int64_t z, DType repr);
 TV dequantized(Ctx& c, const TV& v);
 TV quantize_to(Ctx& c, const TV& like_shape, const std::string& x, const std::string& scale, const std::string& zero,
                DType repr);

@@ -23,6 +23,8 @@ std::string zero_const(Ctx& c, int64_t z, DType repr) {
 
 }  // namespace
 
+std::string quantized_zero(Ctx& c, int64_t z, DType repr) { return zero_const(c, z, repr); }
+
 bool is_quantized(const TV& v) {
   if (!v.qscale.empty()) return true;
   return v.is_const() && v.c.isTensor() && v.c.toTensor().defined() && v.c.toTensor().is_quantized();
