@@ -167,7 +167,11 @@ int Ctx::rank(const TNode* n, size_t i) const {
 
 DType Ctx::out_dtype(const TNode* n, size_t k) const {
   const Observed* o = prof_.get(n->output(k));
-  if (o && o->dtype != DType::Undefined) return o->dtype;
+  if (o && o->dtype != DType::Undefined) {
+    if (complex_pairs && o->dtype == DType::Complex64) return DType::Float;
+    if (complex_pairs && o->dtype == DType::Complex128) return DType::Double;
+    return o->dtype;
+  }
   // Never executed (an If branch the example inputs did not take). A number's type is its
   // TorchScript type; a tensor takes the type of the tensor operands, which holds for the
   // elementwise ops such branches mostly contain.
@@ -631,9 +635,12 @@ void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::functio
                                               "aten::size",          "aten::dim",            "aten::len",
                                               "prim::unchecked_cast", "aten::detach",        "aten::contiguous",
                                               "aten::clone"};
+  auto is_complex = [](const TV& x) {
+    return x.kind == TV::Kind::Tensor && (x.dtype == DType::Complex64 || x.dtype == DType::Complex128);
+  };
   bool complex_in = std::any_of(n->inputs().begin(), n->inputs().end(), [&](const TValue* v) {
     const TV& x = get(v);
-    return x.kind == TV::Kind::Tensor && (x.dtype == DType::Complex64 || x.dtype == DType::Complex128);
+    return is_complex(x) || (x.kind == TV::Kind::List && std::any_of(x.items.begin(), x.items.end(), is_complex));
   });
   // Nested tensors (held padded, TV::nested) go only to the ops that know them.
   static const std::set<std::string> nested_ops{"aten::_transformer_encoder_layer_fwd", "aten::to_padded_tensor",

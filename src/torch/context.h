@@ -152,6 +152,9 @@ class Ctx {
   std::function<void(const std::string&)> warn;
   // Training-mode export (ConvertOptions::training): batch norm with batch statistics, dropout kept.
   bool training = false;
+  // Set while a layout op runs on complex tensors' (real, imaginary) pair tensors: out_dtype
+  // reports the real element type (ops/spectral.cpp).
+  bool complex_pairs = false;
   // prim::If nodes whose condition was a constant, with the branch taken (0 then, 1 else).
   std::map<const TNode*, int> constant_ifs;
 

@@ -451,6 +451,51 @@ def quant_chunk():
     return torch.ao.quantization.convert(m)
 
 
+class ComplexRoundTrip(nn.Module):
+    """HDemucs-style spectrogram round trip: STFT, the complex spectrum cut (slice), padded back
+    (F.pad), transposed twice, concatenated, rebuilt from real pairs (view_as_complex), and inverted
+    by istft with and without `length`, batched and not."""
+    def forward(self, x, mono):
+        w = torch.hann_window(16)
+        z = torch.stft(x, 16, 4, window=w, return_complex=True)
+        cut = F.pad(z[..., :-1, :], [0, 0, 0, 1])
+        cut = cut.transpose(1, 2).transpose(1, 2)
+        both = torch.cat([z, cut], 0)
+        rebuilt = torch.view_as_complex(torch.view_as_real(both) * 0.5)
+        a = torch.istft(rebuilt, 16, 4, window=w, length=x.size(1))
+        b = torch.istft(z, 16, 4, window=w)
+        zm = torch.stft(mono, 16, 4, window=torch.hann_window(12), win_length=12, return_complex=True)
+        c = torch.istft(zm, 16, 4, window=torch.hann_window(12), win_length=12, length=mono.size(0) - 3)
+        return a, b, c
+
+
+class WideOutputPadding(nn.Module):
+    """Transposed convolutions whose output_padding reaches the stride (torch allows it below the
+    dilation; ONNX Runtime refuses it): covered by the end padding, and beyond it (zeros plus bias)."""
+    def __init__(self):
+        super().__init__()
+        self.a = nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1, output_padding=2, dilation=3)
+        self.b = nn.ConvTranspose2d(2, 3, 3, stride=2, padding=3, output_padding=2, dilation=3)
+        self.c = nn.ConvTranspose1d(2, 2, 2, stride=1, padding=0, output_padding=1, dilation=2, bias=False)
+
+    def forward(self, x, y):
+        return self.a(x), self.b(x), self.c(y)
+
+
+class IntScaledProducts(nn.Module):
+    """addmm-style ops on integers take alpha and beta truncated (2.7 -> 2, 0.5 -> 0: self ignored);
+    addbmm sums the batch's products."""
+    def forward(self, a, m1, m2, v, b1, b2, f):
+        return (torch.addmm(a, m1, m2, beta=2.7, alpha=1.6), torch.addmv(v, m1, m2[:, 0], beta=0.5, alpha=3),
+                torch.addbmm(f, b1, b2, beta=0.5, alpha=2.0), torch.addbmm(a, b1.long(), b2.long()))
+
+
+class Atan2Zeros(nn.Module):
+    """atan2 where both arguments are 0 (0, not the NaN of 0 / 0), on floats and integers."""
+    def forward(self, y, x, iy, ix):
+        return torch.atan2(y, x), torch.atan2(iy, ix)
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -464,6 +509,19 @@ def fixtures():
         "br_tri_dynamic": lambda: dict(model=TriDynamic(), inputs=[r(4, 5, 5)], dynamic=["x:0=b,1=n,2=n"],
                                        alt_inputs=[r(6, 3, 3)], min_opset=(10, "aten::slice", "x.masked_fill(causal")),
         "br_tolist": lambda: dict(model=ToList(), inputs=[r(2, 3)]),
+        "br_atan2_zeros": lambda: dict(model=Atan2Zeros(),
+                                       inputs=[torch.tensor([0.0, 1.0, -1.0, 0.0, 2.0]), torch.tensor([0.0, 0.0, -2.0, -1.0, 3.0]),
+                                               torch.tensor([0, 3, -2, 0]), torch.tensor([0, 0, -1, 5])]),
+        "br_int_scaled_products": lambda: dict(
+            model=IntScaledProducts(),
+            inputs=[torch.randint(-9, 9, (2, 3)), torch.randint(-9, 9, (2, 2)), torch.randint(-9, 9, (2, 3)),
+                    torch.randint(-9, 9, (2,)), torch.randint(-4, 4, (5, 2, 4)).float(),
+                    torch.randint(-4, 4, (5, 4, 3)).float(), r(2, 3)]),
+        "br_wide_output_padding": lambda: dict(model=WideOutputPadding(), inputs=[r(1, 2, 5, 6), r(2, 2, 7)],
+                                               dynamic=["x:0=b,2=h,3=w", "y:2=t"], alt_inputs=[r(2, 2, 4, 7), r(2, 2, 9)]),
+        "br_complex_istft": lambda: dict(model=ComplexRoundTrip(), inputs=[r(2, 100), r(90)],
+                                         dynamic=["x:0=b,1=t", "mono:0=m"], alt_inputs=[r(3, 130), r(77)],
+                                         min_opset=(10, "aten::istft", "a = torch.istft(rebuilt")),
         "br_quant_chunk": lambda: dict(model=quant_chunk(), inputs=[r(2, 4, 6, 6)], dynamic=["x:0=b"],
                                        alt_inputs=[r(3, 4, 6, 6)], tol=(0, 0.0072),
                                        min_opset=(10, "aten::quantize_per_tensor", "x = self.conv(self.quant(x))")),

@@ -1,6 +1,7 @@
 #include "torch/ops/compose.h"
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 namespace t2o {
@@ -118,6 +119,27 @@ void set_tensor_list(Ctx& c, const TNode* n, const std::vector<std::string>& par
   if (n->outputs().size() == 1 && n->output()->type()->kind() == c10::TypeKind::ListType)
     return c.set(n->output(), TV::list(items));
   for (size_t k = 0; k < n->outputs().size(); ++k) c.set(n->output(k), items.at(k));
+}
+
+std::string scaled_sum(Ctx& c, const TNode* n, std::string p, DType t) {
+  const TV* beta = c.arg(n, "beta");
+  const TV* alpha = c.arg(n, "alpha");
+  auto factor = [&](const TV* v, std::string& x) {
+    if (!v || v->is_none()) return true;  // 1
+    if (v->is_const()) {
+      double k = v->c.toScalar().toDouble();
+      if (!dtype_is_float(t)) k = std::trunc(k);
+      if (k == 0.0) return false;
+      if (k != 1.0) x = c.b.op1("Mul", {x, c.b.scalar(k, t)});
+      return true;
+    }
+    x = c.b.op1("Mul", {x, c.tensor_as(*v, t)});
+    return true;
+  };
+  if (!factor(alpha, p)) p = c.b.op1("Mul", {p, c.b.scalar(0.0, t)});
+  std::string s = c.t_as(n, 0, t);
+  if (!factor(beta, s)) return p;
+  return c.b.op1("Add", {s, p});
 }
 
 }  // namespace t2o

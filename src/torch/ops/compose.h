@@ -42,6 +42,10 @@ std::string pad_end(Ctx& c, const std::string& x, int r, const std::string& pads
 // [rows, cols] bool mask of tril (col - row <= k) or, with `upper`, triu (col - row >= k), for 0-d
 // int64 rows, cols and k: what Trilu (opset 14) keeps, from two position vectors.
 std::string band_mask(Ctx& c, const std::string& rows, const std::string& cols, const std::string& k, bool upper);
+// beta * self (input 0) + alpha * product for addmm-style ops: beta and alpha are numbers or computed
+// scalars, integer results take them truncated (as torch converts them), and beta == 0 ignores self
+// (its NaN and inf included), as torch documents.
+std::string scaled_sum(Ctx& c, const TNode* n, std::string product, DType t);
 // Sets a Tensor[] result (or each output of a node with several) to `parts`.
 void set_tensor_list(Ctx& c, const TNode* n, const std::vector<std::string>& parts, DType t);
 

@@ -1,5 +1,6 @@
 // Convolutions (1-3d, transposed) and pooling (max/avg with ceil_mode, adaptive incl. sizes that
 // do not divide the input).
+#include <algorithm>
 #include <cmath>
 
 #include "torch/ops/ops.h"
@@ -54,10 +55,42 @@ void emit_conv(Ctx& c, const TNode* n, const ConvArgs& a) {
   if (!c.is_none(n, 2)) in.push_back(c.t_as(n, 2, t));
   if (a.transposed) {
     auto op = expand(a.output_padding, sd);
-    bool any = false;
-    for (int64_t v : op) any = any || v != 0;
-    if (any) attrs.push_back(Attribute::make_ints("output_padding", op));
-    return c.out(n, c.b.op1("ConvTranspose", in, attrs));
+    auto st = expand(a.stride, sd);
+    bool any = false, large = false;
+    for (size_t i = 0; i < sd; ++i) {
+      any = any || op[i] != 0;
+      large = large || op[i] >= st[i];
+    }
+    if (!large) {
+      if (any) attrs.push_back(Attribute::make_ints("output_padding", op));
+      return c.out(n, c.b.op1("ConvTranspose", in, attrs));
+    }
+    // torch allows output_padding up to the dilation; ONNX Runtime only below the stride. The same
+    // result: output_padding taken off the end padding, and where that runs out, the positions no
+    // kernel tap reaches appended as zeros (plus the bias).
+    std::vector<int64_t> extra(sd, 0);
+    bool grow = false;
+    for (size_t i = 0; i < sd; ++i) {
+      int64_t end = pads[i + sd] - op[i];
+      pads[i + sd] = std::max<int64_t>(end, 0);
+      extra[i] = std::max<int64_t>(-end, 0);
+      grow = grow || extra[i] > 0;
+    }
+    for (Attribute& at : attrs)
+      if (at.name == "pads") at = Attribute::make_ints("pads", pads);
+    if (!grow) return c.out(n, c.b.op1("ConvTranspose", in, attrs));
+    std::string bias = in.size() > 2 ? in[2] : std::string();
+    in.resize(2);
+    std::string y = c.b.op1("ConvTranspose", in, attrs);
+    std::vector<int64_t> out_pads(2 * (sd + 2), 0);
+    for (size_t i = 0; i < sd; ++i) out_pads[sd + 2 + 2 + i] = extra[i];
+    y = c.b.pad(y, out_pads, "constant", 0.0, t);
+    if (!bias.empty()) {
+      std::vector<int64_t> bshape{-1};
+      bshape.insert(bshape.end(), sd, 1);
+      y = c.b.op1("Add", {y, c.b.reshape(bias, bshape)});
+    }
+    return c.out(n, y);
   }
   c.out(n, c.b.op1("Conv", in, attrs));
 }

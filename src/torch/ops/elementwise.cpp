@@ -352,6 +352,9 @@ void atan2(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
   std::string y = c.t_as(n, 0, t), x = c.t_as(n, 1, t);
   std::string base = c.b.op1("Atan", {c.b.op1("Div", {y, x})});
+  // atan2(0, 0) is 0 (the quotient is NaN); atan2(0, x < 0) is pi below.
+  std::string zero = c.b.scalar(0, t);
+  base = c.b.op1("Where", {c.b.op1("And", {equal(c, x, zero, t), equal(c, y, zero, t)}), zero, base});
   std::string neg_x = c.b.op1("Less", {x, c.b.scalar(0, t)});
   std::string y_neg = c.b.op1("Less", {y, c.b.scalar(0, t)});
   std::string pi = c.b.op1("Where", {y_neg, c.b.scalar(-M_PI, t), c.b.scalar(M_PI, t)});

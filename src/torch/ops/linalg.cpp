@@ -67,17 +67,6 @@ void inner(Ctx& c, const TNode* n) {
   c.out(n, contract(c, c.in(n, 0), c.in(n, 1), {ra - 1}, {rb - 1}, t));
 }
 
-// beta * self + alpha * product, where beta = 0 ignores self (NaNs included), as in torch; self
-// broadcasts to the product's shape.
-std::string scaled_sum(Ctx& c, const TNode* n, const std::string& product, DType t) {
-  double beta = c.f(n, "beta", 1.0), alpha = c.f(n, "alpha", 1.0);
-  std::string p = alpha == 1.0 ? product : c.b.op1("Mul", {product, c.b.scalar(alpha, t)});
-  if (beta == 0.0) return p;
-  std::string s = c.t_as(n, 0, t);
-  if (beta != 1.0) s = c.b.op1("Mul", {s, c.b.scalar(beta, t)});
-  return c.b.op1("Add", {s, p});
-}
-
 void addmv(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
   c.out(n, scaled_sum(c, n, c.b.op1("MatMul", {c.t_as(n, 1, t), c.t_as(n, 2, t)}), t));

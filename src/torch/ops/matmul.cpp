@@ -1,5 +1,5 @@
 // Matrix products: mm/bmm/matmul/linear/addmm/baddbmm/mv/dot/outer/einsum.
-#include "torch/ops/ops.h"
+#include "torch/ops/compose.h"
 
 namespace t2o {
 namespace {
@@ -35,35 +35,14 @@ void linear(Ctx& c, const TNode* n) {
   c.out(n, y);
 }
 
-// beta * self + alpha * product, where beta and alpha are numbers or computed scalars.
-void scaled_sum(Ctx& c, const TNode* n, std::string p, DType t) {
-  const TV* beta = c.arg(n, "beta");
-  const TV* alpha = c.arg(n, "alpha");
-  auto factor = [&](const TV* v, std::string& x) {
-    if (!v || v->is_none()) return true;  // 1
-    if (v->is_const()) {
-      double k = v->c.toScalar().toDouble();
-      if (k == 0.0) return false;
-      if (k != 1.0) x = c.b.op1("Mul", {x, c.b.scalar(k, t)});
-      return true;
-    }
-    x = c.b.op1("Mul", {x, c.tensor_as(*v, t)});
-    return true;
-  };
-  if (!factor(alpha, p)) p = c.b.op1("Mul", {p, c.b.scalar(0.0, t)});
-  std::string s = c.t_as(n, 0, t);
-  // beta == 0: self is ignored (NaN and inf in it do not propagate), as torch documents.
-  if (!factor(beta, s)) return c.out(n, p);
-  c.out(n, c.b.op1("Add", {s, p}));
-}
-
 // aten::addmm(self, mat1, mat2, beta, alpha): Gemm when both factors are numbers.
 void addmm(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
   const TV* beta = c.arg(n, "beta");
   const TV* alpha = c.arg(n, "alpha");
   bool numbers = (!beta || beta->is_const()) && (!alpha || alpha->is_const());
-  if (!numbers) return scaled_sum(c, n, c.b.op1("MatMul", {c.t_as(n, 1, t), c.t_as(n, 2, t)}), t);
+  if (!numbers || !dtype_is_float(t))
+    return c.out(n, scaled_sum(c, n, c.b.op1("MatMul", {c.t_as(n, 1, t), c.t_as(n, 2, t)}), t));
   double b = beta && !beta->is_none() ? beta->c.toScalar().toDouble() : 1.0;
   double a = alpha && !alpha->is_none() ? alpha->c.toScalar().toDouble() : 1.0;
   c.out(n, c.b.op1("Gemm", {c.t_as(n, 1, t), c.t_as(n, 2, t), c.t_as(n, 0, t)},
@@ -74,7 +53,14 @@ void addmm(Ctx& c, const TNode* n) {
 // aten::baddbmm(self, batch1, batch2, beta, alpha)
 void baddbmm(Ctx& c, const TNode* n) {
   DType t = c.out_dtype(n);
-  scaled_sum(c, n, c.b.op1("MatMul", {c.t_as(n, 1, t), c.t_as(n, 2, t)}), t);
+  c.out(n, scaled_sum(c, n, c.b.op1("MatMul", {c.t_as(n, 1, t), c.t_as(n, 2, t)}), t));
+}
+
+// aten::addbmm(self, batch1, batch2, beta, alpha): the batch's products summed.
+void addbmm(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  std::string p = c.b.op1("MatMul", {c.t_as(n, 1, t), c.t_as(n, 2, t)});
+  c.out(n, scaled_sum(c, n, c.b.reduce("ReduceSum", p, {0}, false), t));
 }
 
 // aten::bilinear(x1, x2, weight[out, in1, in2], bias): y[..., o] = x1[..., i] W[o, i, j] x2[..., j] + b[o].
@@ -130,6 +116,7 @@ void register_matmul_ops(OpTable& t) {
   t["aten::bilinear"] = {bilinear};
   t["aten::addmm"] = {addmm};
   t["aten::baddbmm"] = {baddbmm};
+  t["aten::addbmm"] = {addbmm};
   t["aten::dot"] = {dot};
   t["aten::outer"] = {outer};
   t["aten::ger"] = {outer};
