@@ -1,6 +1,6 @@
-"""The models of library_models_e2e.py: torchvision detection, segmentation and video models, torchaudio
-models and transforms, and three hand-written models in the styles users write (a UNet, a nanoGPT-style
-decoder, a YOLO-style head).
+"""The models of library_models_e2e.py: torchvision detection, segmentation, video, optical flow and
+quantized models, torchaudio models and transforms, and three hand-written models in the styles users
+write (a UNet, a nanoGPT-style decoder, a YOLO-style head).
 
 Each entry is a Case: how to build the eager module (random weights, eval mode), whether it is scripted or
 traced, its example inputs at two sizes, which input axes are dynamic, and how to compare outputs.
@@ -377,4 +377,95 @@ HANDWRITTEN = [
          ["x:0=batch,2=height,3=width"]),
 ]
 
-CASES = DETECTION + SEGMENTATION + VIDEO + AUDIO + HANDWRITTEN
+# --- optical flow, quantized, more audio ----------------------------------------------------------------
+
+class _FlowOut(nn.Module):
+    """RAFT with 3 refinement steps; the last flow field."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, image1, image2):
+        return self.model(image1, image2, num_flow_updates=3)[-1]
+
+
+def _raft():
+    import torchvision.models.optical_flow as OF
+    return _FlowOut(OF.raft_small(weights=None))
+
+
+def _image_pair(k):
+    shape = [(1, 3, 128, 128), (2, 3, 96, 160)][k]  # multiples of 8, as RAFT requires
+    return [("image1", _randn(160 + k, *shape)), ("image2", _randn(170 + k, *shape))]
+
+
+def _quantized(fn):
+    """A torchvision quantizable model, fused, calibrated on three random batches and converted with
+    the qnnpack engine (Debian's PyTorch has no fbgemm)."""
+    def make():
+        import torchvision.models.quantization as Q
+        torch.backends.quantized.engine = "qnnpack"
+        m = getattr(Q, fn)(weights=None, quantize=False).eval()
+        m.fuse_model()
+        m.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+        torch.ao.quantization.prepare(m, inplace=True)
+        with torch.no_grad():
+            for i in range(3):
+                m(_randn(180 + i, 2, 3, 224, 224))
+        return torch.ao.quantization.convert(m, inplace=True)
+    return make
+
+
+class _WaveRNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import torchaudio.models as A
+        self.model = A.WaveRNN(upsample_scales=[2, 2, 2], n_classes=16, hop_length=8, n_res_block=2, n_rnn=32,
+                               n_fc=32, kernel_size=5, n_freq=20, n_hidden=16, n_output=16)
+
+    def forward(self, waveform, specgram):
+        return self.model(waveform, specgram)
+
+
+def _wavernn_inputs(k):
+    b, t = [(1, 10), (2, 13)][k]
+    return [("waveform", _randn(190 + k, b, 1, (t - 4) * 8)), ("specgram", _randn(195 + k, b, 1, 20, t))]
+
+
+def _rnnt():
+    import torchaudio.models as A
+    return A.emformer_rnnt_model(
+        input_dim=20, encoding_dim=32, num_symbols=16, segment_length=4, right_context_length=1,
+        time_reduction_input_dim=32, time_reduction_stride=2, transformer_num_heads=4, transformer_ffn_dim=64,
+        transformer_num_layers=2, transformer_dropout=0.0, transformer_activation="gelu",
+        transformer_left_context_length=4, transformer_max_memory_size=0,
+        transformer_weight_init_scale_strategy="depthwise", transformer_tanh_on_mem=True, symbol_embedding_dim=16,
+        num_lstm_layers=2, lstm_layer_norm=True, lstm_layer_norm_epsilon=1e-3, lstm_dropout=0.0)
+
+
+def _rnnt_inputs(k):
+    b, t, u = [(2, 18, 5), (3, 26, 7)][k]
+    return [("sources", _randn(200 + k, b, t, 20)), ("source_lengths", torch.tensor([[18, 14], [26, 20, 13]][k])),
+            ("targets", torch.randint(0, 16, (b, u), generator=_gen(205 + k))),
+            ("target_lengths", torch.tensor([[5, 3], [7, 6, 2]][k]))]
+
+
+def _hdemucs():
+    import torchaudio.models as A
+    return A.HDemucs(sources=["drums", "rest"], channels=8, growth=2, nfft=4096, depth=6)
+
+
+MORE = [
+    Case("raft_small", _raft, _image_pair, ["image1:0=batch,2=height,3=width", "image2:0=batch,2=height,3=width"]),
+    Case("quantized_shufflenet_v2_x1_0", _quantized("shufflenet_v2_x1_0"),
+         _audio_inputs([(1, 3, 224, 224), (2, 3, 224, 224)], 210), ["x:0=batch"]),
+    Case("wavernn", _WaveRNN, _wavernn_inputs, ["waveform:0=batch,2=samples", "specgram:0=batch,3=frames"]),
+    Case("emformer rnnt", _rnnt, _rnnt_inputs, ["sources:0=batch,1=time", "source_lengths:0=batch",
+                                                 "targets:0=batch,1=tokens", "target_lengths:0=batch"]),
+    # HDemucs does not script; traced, its lengths are fixed (they come from Python ints): batch only.
+    Case("hdemucs", _hdemucs, _audio_inputs([(1, 2, 22050), (2, 2, 22050)], 220, "input"), ["input:0=batch"],
+         mode="trace"),
+]
+
+CASES = DETECTION + SEGMENTATION + VIDEO + AUDIO + HANDWRITTEN + MORE

@@ -454,7 +454,7 @@ def quant_chunk():
 class ComplexRoundTrip(nn.Module):
     """HDemucs-style spectrogram round trip: STFT, the complex spectrum cut (slice), padded back
     (F.pad), transposed twice, concatenated, rebuilt from real pairs (view_as_complex), and inverted
-    by istft with and without `length`, batched and not."""
+    by istft with and without `length`, batched and not; rolled, flipped and stacked along negative dims."""
     def forward(self, x, mono):
         w = torch.hann_window(16)
         z = torch.stft(x, 16, 4, window=w, return_complex=True)
@@ -466,7 +466,11 @@ class ComplexRoundTrip(nn.Module):
         b = torch.istft(z, 16, 4, window=w)
         zm = torch.stft(mono, 16, 4, window=torch.hann_window(12), win_length=12, return_complex=True)
         c = torch.istft(zm, 16, 4, window=torch.hann_window(12), win_length=12, length=mono.size(0) - 3)
-        return a, b, c
+        rolled = torch.view_as_real(torch.roll(z, 1, -1))
+        stacked = torch.view_as_real(torch.stack([z.flip(-2), z], -1)[..., 0].unsqueeze(-1).squeeze(-1))
+        full = torch.stft(x, 16, 4, window=w, return_complex=True, onesided=False)
+        d = torch.istft(full, 16, 4, window=w, onesided=False)  # a real result: irfft of the first 9 bins
+        return a, b, c, rolled, stacked, d
 
 
 class WideOutputPadding(nn.Module):

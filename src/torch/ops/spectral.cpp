@@ -39,6 +39,20 @@ void set_complex(Ctx& c, const TNode* n, const std::string& pair, DType complex,
   c.set(n->output(), r);
 }
 
+// The `window` argument of stft/istft centred in n_fft samples, as torch pads a shorter one
+// (rectangular when none is given).
+std::string centred_window(Ctx& c, const TNode* n, int64_t n_fft, int64_t win_length, DType t) {
+  const TV* wv = c.arg(n, "window");
+  std::string window;
+  if (wv && !wv->is_none()) window = c.tensor_as(*wv, t);
+  else window = c.b.op1("Expand", {c.b.scalar(1.0, t), c.b.i64s({win_length})});
+  if (win_length < n_fft) {
+    int64_t left = (n_fft - win_length) / 2;
+    window = c.b.pad(window, {left, n_fft - win_length - left}, "constant", 0.0, t);
+  }
+  return window;
+}
+
 // aten::stft(x, n_fft, hop_length, win_length, window, normalized, onesided, return_complex):
 // STFT over frames of n_fft samples (torch pads a shorter window on both sides to n_fft).
 // The result is [batch, n_fft/2 + 1 (onesided) or n_fft, frames] complex, held as the pair
@@ -67,15 +81,7 @@ void stft(Ctx& c, const TNode* n) {
     if (onnx_mode.empty()) throw UnsupportedError("aten::stft with pad_mode '" + mode + "'");
     x = c.b.pad(x, {0, n_fft / 2, 0, n_fft / 2}, onnx_mode, 0.0, t);
   }
-  // The window, centred in n_fft samples (rectangular when none is given).
-  const TV* wv = c.arg(n, "window");
-  std::string window;
-  if (wv && !wv->is_none()) window = c.tensor_as(*wv, t);
-  else window = c.b.op1("Expand", {c.b.scalar(1.0, t), c.b.i64s({win_length})});
-  if (win_length < n_fft) {
-    int64_t left = (n_fft - win_length) / 2;
-    window = c.b.pad(window, {left, n_fft - win_length - left}, "constant", 0.0, t);
-  }
+  std::string window = centred_window(c, n, n_fft, win_length, t);
   // Frames gathered and windowed, then a DFT of each: the same values as ONNX's STFT op, whose
   // shape inference in onnx 1.12 counts ceil((length - n_fft / 2) / hop) frames and so fails the
   // checker on static lengths. idx[f, k] = f * hop + k, for f < (length - n_fft) / hop + 1.
@@ -243,7 +249,10 @@ void complex_layout(Ctx& c, const TNode* n) {
       dims("end_dim", 0);
     } else if (kind == "aten::unsqueeze" || kind == "aten::stack") {
       dims("dim", 1);
-    } else if (kind == "aten::permute" || kind == "aten::flip") {
+    } else if (kind == "aten::permute" || kind == "aten::flip" || kind == "aten::roll") {
+      // roll without dims rolls the flattened tensor, pair dims included: not a layout op here.
+      if (kind == "aten::roll" && (c.is_none(n, 2) || (c.is_const(n, 2) && c.ints(n, 2).empty())))
+        throw UnsupportedError("aten::roll of a complex tensor without dims");
       dims("dims", 0);
     } else if (pads) {
       if (!c.is_const(n, 1)) throw UnsupportedError(kind + " of a complex tensor by computed pads");
@@ -329,14 +338,23 @@ std::string overlap_add(Ctx& c, const std::string& frames, int64_t n, int64_t ho
 }
 
 // aten::istft(z, n_fft, hop_length, win_length, window, center, normalized, onesided, length,
-// return_complex): each frame's inverse DFT (one MatMul with the inverse basis; a one-sided
-// spectrum counts its inner bins twice and ignores the imaginary parts of DC and Nyquist, as
-// irfft does), windowed, overlap-added and divided by the overlap-added squared window; centre
+// return_complex): each frame's irfft (one MatMul with the inverse basis: the inner bins count
+// twice, the imaginary parts of DC and Nyquist not; of a two-sided spectrum only the first
+// n_fft / 2 + 1 bins, as torch does for a real result), windowed, overlap-added and divided by the overlap-added squared window; centre
 // padding trimmed, `length` cut or zero-padded.
 void istft(Ctx& c, const TNode* n) {
-  const TV& z = c.in(n, 0);
+  TV z = c.in(n, 0);
   DType t;
-  std::string pair = pair_of(c, n, 0, t);
+  std::string pair;
+  if (z.kind == TV::Kind::Tensor && is_complex(z.dtype)) {
+    pair = pair_of(c, n, 0, t);
+  } else {  // the older real form: the last dim of 2 holds (real, imaginary)
+    t = c.dtype(n, 0);
+    if ((t != DType::Float && t != DType::Double) || !z.rank_known || z.shape.empty() || z.shape.back() != 2)
+      throw UnsupportedError("aten::istft of a real tensor whose last dim is not 2 (real, imaginary)");
+    pair = c.t(n, 0);
+    z.shape.pop_back();
+  }
   if (!z.rank_known || (z.shape.size() != 2 && z.shape.size() != 3))
     throw UnsupportedError("aten::istft of a spectrum that is not 2-D or 3-D");
   int64_t n_fft = c.i(n, "n_fft", 0);
@@ -362,25 +380,19 @@ void istft(Ctx& c, const TNode* n) {
   at::Tensor basis = at::zeros({bins, 2, n_fft}, at::kDouble);
   auto acc = basis.accessor<double, 3>();
   double scale = normalized ? 1.0 / std::sqrt(static_cast<double>(n_fft)) : 1.0 / static_cast<double>(n_fft);
-  for (int64_t k = 0; k < bins; ++k) {
+  // A real result is always irfft's (torch drops the bins past n_fft / 2 of a two-sided spectrum).
+  for (int64_t k = 0; k <= n_fft / 2; ++k) {
     bool edge = k == 0 || (n_fft % 2 == 0 && k == n_fft / 2);
-    double w = onesided && !edge ? 2.0 : 1.0;
+    double w = edge ? 1.0 : 2.0;
     for (int64_t j = 0; j < n_fft; ++j) {
       double angle = 2.0 * M_PI * static_cast<double>((j * k) % n_fft) / static_cast<double>(n_fft);
       acc[k][0][j] = w * scale * std::cos(angle);
-      acc[k][1][j] = onesided && edge ? 0.0 : -w * scale * std::sin(angle);
+      acc[k][1][j] = edge ? 0.0 : -w * scale * std::sin(angle);
     }
   }
   basis = basis.reshape({bins * 2, n_fft}).to(t == DType::Double ? at::kDouble : at::kFloat);
   std::string frames = c.b.op1("MatMul", {spec, c.b.constant(tensor_from_torch(basis), "idft_basis")});  // [B, F, n]
-  const TV* wv = c.arg(n, "window");
-  std::string window;
-  if (wv && !wv->is_none()) window = c.tensor_as(*wv, t);
-  else window = c.b.op1("Expand", {c.b.scalar(1.0, t), c.b.i64s({win_length})});
-  if (win_length < n_fft) {
-    int64_t left = (n_fft - win_length) / 2;
-    window = c.b.pad(window, {left, n_fft - win_length - left}, "constant", 0.0, t);
-  }
+  std::string window = centred_window(c, n, n_fft, win_length, t);
   std::string y = overlap_add(c, c.b.op1("Mul", {frames, window}), n_fft, hop, t);
   std::string ones = c.b.op1("Expand", {c.b.scalar(1.0, t), c.b.shape_of(frames)});
   std::string env = overlap_add(c, c.b.op1("Mul", {ones, c.b.op1("Mul", {window, window})}), n_fft, hop, t);
@@ -410,6 +422,7 @@ void istft(Ctx& c, const TNode* n) {
 void register_spectral_ops(OpTable& t) {
   t["aten::stft"] = {stft};
   t["aten::view_as_complex"] = {view_as_complex};
+  t["aten::istft"] = {istft, 10};
 }
 
 const OpTable& complex_op_table() {
