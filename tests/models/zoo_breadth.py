@@ -454,7 +454,8 @@ def quant_chunk():
 class ComplexRoundTrip(nn.Module):
     """HDemucs-style spectrogram round trip: STFT, the complex spectrum cut (slice), padded back
     (F.pad), transposed twice, concatenated, rebuilt from real pairs (view_as_complex), and inverted
-    by istft with and without `length`, batched and not; rolled, flipped and stacked along negative dims."""
+    by istft with and without `length`, batched and not; rolled, flipped, stacked and picked
+    (index_select) along negative dims."""
     def forward(self, x, mono):
         w = torch.hann_window(16)
         z = torch.stft(x, 16, 4, window=w, return_complex=True)
@@ -470,7 +471,8 @@ class ComplexRoundTrip(nn.Module):
         stacked = torch.view_as_real(torch.stack([z.flip(-2), z], -1)[..., 0].unsqueeze(-1).squeeze(-1))
         full = torch.stft(x, 16, 4, window=w, return_complex=True, onesided=False)
         d = torch.istft(full, 16, 4, window=w, onesided=False)  # a real result: irfft of the first 9 bins
-        return a, b, c, rolled, stacked, d
+        picked = torch.view_as_real(z.index_select(-1, torch.tensor([0, 2])))
+        return a, b, c, rolled, stacked, d, picked
 
 
 class WideOutputPadding(nn.Module):

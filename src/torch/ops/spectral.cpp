@@ -202,11 +202,7 @@ void complex_layout(Ctx& c, const TNode* n) {
     c.set(v, std::move(nv));
   };
   auto as_pair = [&](const TV& z) {
-    if (z.kind != TV::Kind::Tensor || !is_complex(z.dtype)) {
-      if (z.kind == TV::Kind::Tensor || (z.is_const() && z.c.isTensor()))
-        throw UnsupportedError(kind + " of a complex and a real tensor");
-      return z;
-    }
+    if (z.kind != TV::Kind::Tensor || !is_complex(z.dtype)) return z;  // an index, sizes, a number
     TV r = TV::tensor(z.name, real_of(z.dtype));
     r.shape = z.shape;
     r.shape.push_back(2);
@@ -234,8 +230,13 @@ void complex_layout(Ctx& c, const TNode* n) {
     for (const TValue* v : n->inputs()) {
       const TV& x = c.get(v);
       if (x.kind == TV::Kind::List) {
+        // cat / stack: every part complex (a real part would need its zero imaginary half).
         TV l = x;
-        for (TV& it : l.items) it = as_pair(it);
+        for (TV& it : l.items) {
+          if (it.kind != TV::Kind::Tensor || !is_complex(it.dtype))
+            throw UnsupportedError(kind + " of complex and real tensors");
+          it = as_pair(it);
+        }
         sub(v, l);
       } else if (x.kind == TV::Kind::Tensor) {
         sub(v, as_pair(x));
