@@ -155,6 +155,12 @@ struct PoolArgs {
   bool ceil = false;
 };
 
+// An index flat over the whole tensor (ONNX MaxPool's) as torch's, flat within its (n, c) plane:
+// idx mod plane, for non-negative int64 idx.
+std::string within_plane(Ctx& c, const std::string& idx, const std::string& plane) {
+  return c.b.op1("Sub", {idx, c.b.op1("Mul", {c.b.op1("Div", {idx, plane}), plane})});
+}
+
 // MaxPool's Indices count over the whole tensor (row-major); torch's over each (n, c) plane:
 // the remainder by the plane's size.
 // `lead`: dims x has before the input's own (1 for an unbatched input pooled as a batch of one).
@@ -173,8 +179,7 @@ std::string pool_indices(Ctx& c, const TNode* n, const std::vector<Attribute>& a
       plane = plane.empty() ? d : c.b.op1("Mul", {plane, d});
     }
   }
-  std::string q = c.b.op1("Div", {idx, plane});
-  return c.b.op1("Sub", {idx, c.b.op1("Mul", {q, plane})});
+  return within_plane(c, idx, plane);
 }
 
 // `divisor`: average pooling that divides each window's sum by this instead of its size.
@@ -331,8 +336,7 @@ std::string adaptive_max_indices(Ctx& c, const std::string& x, const std::vector
     for (size_t i = 0; i < sd; ++i) k.push_back(spatial[i] / out[i]);
     std::string idx = c.b.op("MaxPool", {x}, {Attribute::make_ints("kernel_shape", k), Attribute::make_ints("strides", k)},
                              2)[1];
-    std::string q = c.b.op1("Div", {idx, c.b.i64(plane)});
-    return c.b.op1("Sub", {idx, c.b.op1("Mul", {q, c.b.i64(plane)})});
+    return within_plane(c, idx, c.b.i64(plane));
   }
   if (windows > 4096) throw UnsupportedError("adaptive max pooling indices of more than 4096 windows per plane");
   std::vector<std::string> parts;
@@ -357,7 +361,7 @@ std::string adaptive_max_indices(Ctx& c, const std::string& x, const std::vector
     for (size_t i = sd; i-- > 0;) {
       int64_t width = ends[i] - starts[i];
       std::string p = radix == 1 ? local : c.b.op1("Div", {local, c.b.i64(radix)});
-      if (i > 0) p = c.b.op1("Sub", {p, c.b.op1("Mul", {c.b.op1("Div", {p, c.b.i64(width)}), c.b.i64(width)})});
+      if (i > 0) p = within_plane(c, p, c.b.i64(width));  // p mod width
       if (stride != 1) p = c.b.op1("Mul", {p, c.b.i64(stride)});
       idx = idx.empty() ? p : c.b.op1("Add", {idx, p});
       offset += starts[i] * stride;
