@@ -18,6 +18,9 @@ ORT_VERSION=1.30.0
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev python3-torch python3-torchvision python3-numpy
+  # libtorch's BLAS: without it the reference BLAS runs PyTorch's float matmuls (shape learning,
+  # verify) many times slower
+  libopenblas0-openmp
   libonnx-dev python3-onnx libonnx-testdata
   libprotobuf-dev protobuf-compiler
   libdnnl-dev ocl-icd-opencl-dev libcli11-dev nlohmann-json3-dev libfmt-dev
