@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/kernels/rnn_fast.h"
 #include "runtime/session.h"
 #include "test_support.h"
 
@@ -16,9 +18,10 @@ using namespace t2o::test;
 
 namespace {
 
-// Runs one recurrent node; inputs named "" are left absent. Returns all node outputs.
+// Runs one recurrent node; undefined inputs are left absent, inputs listed in `consts` become
+// initializers. Returns all node outputs.
 std::vector<Tensor> run_rnn(const std::string& op, const std::vector<Tensor>& ins, const std::vector<Attribute>& attrs,
-                            int n_out, int threads = 1) {
+                            int n_out, int threads = 1, bool fast = true, const std::set<size_t>& consts = {}) {
   Model m;
   m.opset_import = {{"", 14}};
   Node n;
@@ -32,6 +35,11 @@ std::vector<Tensor> run_rnn(const std::string& op, const std::vector<Tensor>& in
       continue;
     }
     std::string name = "x" + std::to_string(i);
+    if (consts.count(i)) {
+      m.graph.initializers.push_back({name, ins[i], {}});
+      n.inputs.push_back(name);
+      continue;
+    }
     m.graph.inputs.push_back({name, Type::tensor(ins[i].dtype(), Shape::of(ins[i].dims())), {}});
     n.inputs.push_back(name);
     feeds[name] = ins[i];
@@ -41,7 +49,7 @@ std::vector<Tensor> run_rnn(const std::string& op, const std::vector<Tensor>& in
     m.graph.outputs.push_back({"y" + std::to_string(k), Type::tensor(ins[0].dtype()), {}});
   }
   m.graph.nodes.push_back(n);
-  Session s(std::move(m), {.threads = threads, .fast_paths = true});
+  Session s(std::move(m), {.threads = threads, .fast_paths = fast});
   auto out = s.run(feeds);
   std::vector<Tensor> r;
   for (int k = 0; k < n_out; ++k) r.push_back(out.at("y" + std::to_string(k)).tensor);
@@ -180,6 +188,85 @@ TEST(RnnKernels, ThreadedBatchMatchesSerial) {
   auto two = run_rnn("GRU", {X, W, R, Bs, lens}, a, 2, 2);
   EXPECT_TRUE(one[0].equals(two[0]));
   EXPECT_TRUE(one[1].equals(two[1]));
+}
+
+// The fast path against the reference kernel: every cell it takes (RNN with each activation it
+// supports, GRU both ways, LSTM with and without peepholes and initial states), each direction,
+// both layouts, clip, sequence lengths, weights as inputs and as initializers, random sizes.
+TEST(RnnKernels, FastPathMatchesReference) {
+  for (unsigned seed : {11u, 12u, 13u, 14u}) {
+  std::mt19937 g(seed);
+  struct Cfg {
+    std::string op;
+    std::vector<std::string> acts;
+    bool lbr = false;
+  };
+  std::vector<Cfg> cells = {{"RNN", {"Tanh"}}, {"RNN", {"Relu"}},     {"RNN", {"Sigmoid"}}, {"GRU", {}},
+                            {"GRU", {}, true}, {"LSTM", {}},         {"LSTM", {"sigmoid", "tanh", "tanh"}}};
+  int n = 0;
+  for (const Cfg& cell : cells)
+    for (std::string dirn : {"forward", "reverse", "bidirectional"})
+      for (int64_t layout : {0, 1}) {
+        if (layout == 1 && dirn == "bidirectional") continue;  // reference kernel only
+        ++n;
+        int64_t G = cell.op == "RNN" ? 1 : cell.op == "GRU" ? 3 : 4, D = dirn == "bidirectional" ? 2 : 1;
+        int64_t S = 1 + g() % 9, B = 1 + g() % 4, I = 1 + g() % 23, H = 1 + g() % 37;
+        bool lstm = cell.op == "LSTM";
+        Tensor X = random_uniform(g, layout == 0 ? Dims{S, B, I} : Dims{B, S, I});
+        // Weights scaled as PyTorch initialises them (±1/sqrt(fan-in)): with ±1 a recurrence of
+        // 20 units is chaotic and float rounding alone grows step by step.
+        float ws = 1.0f / std::sqrt(float(I)), rs = 1.0f / std::sqrt(float(H));
+        Tensor W = random_uniform(g, {D, G * H, I}, -ws, ws), R = random_uniform(g, {D, G * H, H}, -rs, rs);
+        Tensor Bs = random_uniform(g, {D, 2 * G * H});
+        Dims sd = layout == 0 ? Dims{D, B, H} : Dims{B, D, H};
+        Tensor h0 = random_uniform(g, sd), c0 = random_uniform(g, sd), P = random_uniform(g, {D, 3 * H});
+        // Every row at full length, or rows of random lengths (0 included).
+        std::vector<int32_t> lv(static_cast<size_t>(B), static_cast<int32_t>(S));
+        if (n % 4 == 3)
+          for (auto& l : lv) l = static_cast<int32_t>(g() % (S + 1));
+        Tensor lens = Tensor::from_vector<int32_t>(lv, {B});
+        std::vector<Attribute> a{Attribute::make_int("hidden_size", H), Attribute::make_string("direction", dirn),
+                                 Attribute::make_int("layout", layout)};
+        if (cell.lbr) a.push_back(Attribute::make_int("linear_before_reset", 1));
+        if (n % 5 == 2) a.push_back(Attribute::make_float("clip", 0.7f));
+        if (!cell.acts.empty()) {
+          std::vector<std::string> acts;
+          for (int64_t d = 0; d < D; ++d) acts.insert(acts.end(), cell.acts.begin(), cell.acts.end());
+          a.push_back(Attribute::make_strings("activations", acts));
+        }
+        std::vector<Tensor> ins{X, W, R};
+        // Alternate what is given: bias, full sequence_lens, initial states, peepholes.
+        if (n % 3 != 0) ins.push_back(Bs);
+        else ins.push_back(Tensor());
+        ins.push_back(n % 2 == 1 ? lens : Tensor());
+        if (n % 2 == 0) {
+          ins.push_back(h0);
+          if (lstm) ins.push_back(n % 4 == 0 ? c0 : Tensor());
+        }
+        if (lstm && n % 3 == 1) {
+          while (ins.size() < 7) ins.push_back(Tensor());
+          ins.push_back(P);
+        }
+        std::set<size_t> consts;
+        if (n % 2 == 1) consts = {1, 2, 3, 7};
+        for (size_t i = 0; i < ins.size(); ++i)
+          if (!ins[i].defined()) consts.erase(i);
+        int outs = lstm ? 3 : 2;
+        auto ref = run_rnn(cell.op, ins, a, outs, 1, false, consts);
+        uint64_t before = kern::rnn_fast_runs();
+        auto fast = run_rnn(cell.op, ins, a, outs, 2, true, consts);
+        EXPECT_EQ(kern::rnn_fast_runs(), before + 1) << "the fast path was not taken";
+        SCOPED_TRACE(cell.op + " " + dirn + " layout " + std::to_string(layout) + " S" + std::to_string(S) + " B" +
+                     std::to_string(B) + " I" + std::to_string(I) + " H" + std::to_string(H));
+        // Relu RNNs grow large values: the tolerance is relative to each reference value past 1.
+        for (int k = 0; k < outs; ++k) {
+          const Tensor &r = ref[static_cast<size_t>(k)], &f = fast[static_cast<size_t>(k)];
+          ASSERT_EQ(r.dims(), f.dims());
+          for (int64_t i = 0; i < r.numel(); ++i)
+            EXPECT_NEAR(r.as_double(i), f.as_double(i), 2e-5 * std::max(1.0, std::fabs(r.as_double(i)))) << "output " << k << " at " << i;
+        }
+      }
+  }
 }
 
 TEST(RnnKernels, BadInputThrows) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/kernel.h"
+#include "runtime/kernels/rnn_fast.h"
 #include "runtime/kernels/util.h"
 
 namespace t2o {
@@ -141,9 +142,11 @@ class RecurrentKernel : public OpKernel {
                                     : cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                                         : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
     acts_ = parse_activations(n, dflt, num_dirs_);
+    if (info.fast_paths) make_fast_path(info, dflt);
   }
 
   void run(KernelContext& ctx) override {
+    if (fast_ && run_fast(ctx)) return;
     DType dt = ctx.input(0).dtype();
     if (dt == DType::Double) compute<double>(ctx);
     else if (dt == DType::Float || dt == DType::Float16 || dt == DType::BFloat16) compute<float>(ctx);
@@ -303,7 +306,79 @@ class RecurrentKernel : public OpKernel {
     if (cell_ == Cell::Lstm && ctx.has_output(2)) from_acc(yc, ctx.allocate_output(2, dt, state_dims));
   }
 
+  // The fast path takes the cells with ONNX's default activations (any of Tanh, Relu, Sigmoid
+  // for RNN) and no coupled input-forget gate, on CPUs with AVX-512.
+  void make_fast_path(const KernelInfo& info, const std::vector<std::string>& dflt) {
+    if (input_forget_ || !__builtin_cpu_supports("avx512f")) return;
+    kern::RnnFastSpec spec;
+    spec.dirs = num_dirs_;
+    spec.reverse = reverse_only_;
+    spec.batch_first = layout_ == 1;
+    spec.has_clip = has_clip_;
+    spec.clip = clip_;
+    for (const Activation& a : acts_)
+      if (a.alpha != 0 || a.beta != 0) return;
+    if (cell_ == Cell::Rnn) {
+      Act a = acts_[0].kind;
+      if (num_dirs_ == 2 && acts_[1].kind != a) return;
+      if (a != Act::Tanh && a != Act::Relu && a != Act::Sigmoid) return;
+      spec.cell = kern::RnnFastSpec::Cell::Rnn;
+      spec.act = a == Act::Tanh      ? kern::RnnFastSpec::Act::Tanh
+                 : a == Act::Relu    ? kern::RnnFastSpec::Act::Relu
+                                     : kern::RnnFastSpec::Act::Sigmoid;
+    } else {
+      for (size_t i = 0; i < acts_.size(); ++i)
+        if (acts_[i].kind != (dflt[i % dflt.size()] == "Sigmoid" ? Act::Sigmoid : Act::Tanh)) return;
+      spec.cell = cell_ == Cell::Lstm       ? kern::RnnFastSpec::Cell::Lstm
+                  : linear_before_reset_ ? kern::RnnFastSpec::Cell::LbrGru
+                                         : kern::RnnFastSpec::Cell::Gru;
+    }
+    fast_ = std::make_unique<kern::RnnFast>(spec);
+    bool constant = info.constant_input(1) && info.constant_input(2);
+    if (info.node.inputs.size() > 3 && !info.node.inputs[3].empty() && !info.constant_input(3)) constant = false;
+    fast_->set_constant_weights(constant);
+  }
+
+  // Float32 inputs in valid shapes (anything else goes to the reference kernel, which runs it or
+  // explains what is wrong).
+  bool run_fast(KernelContext& ctx) {
+    auto f32 = [&](int i) { return !ctx.has_input(i) || ctx.input(i).dtype() == DType::Float; };
+    for (int i : {0, 1, 2, 3, 5, 6, 7})
+      if (!f32(i)) return false;
+    const Tensor& X = ctx.input(0);
+    const Tensor& W = ctx.input(1);
+    const Tensor& R = ctx.input(2);
+    const int64_t D = num_dirs_, G = gates_;
+    if (X.rank() != 3 || W.rank() != 3 || R.rank() != 3) return false;
+    int64_t S = layout_ == 0 ? X.dim(0) : X.dim(1), B = layout_ == 0 ? X.dim(1) : X.dim(0), I = X.dim(2);
+    int64_t H = hidden_ > 0 ? hidden_ : R.dim(2);
+    if (H <= 0 || W.dims() != Dims{D, G * H, I} || R.dims() != Dims{D, G * H, H}) return false;
+    Dims state_dims = layout_ == 0 ? Dims{D, B, H} : Dims{B, D, H};
+    bool lstm = cell_ == Cell::Lstm;
+    if (ctx.has_input(3) && ctx.input(3).dims() != Dims{D, 2 * G * H}) return false;
+    if (ctx.has_input(5) && ctx.input(5).dims() != state_dims) return false;
+    if (lstm && ctx.has_input(6) && ctx.input(6).dims() != state_dims) return false;
+    if (lstm && ctx.has_input(7) && ctx.input(7).dims() != Dims{D, 3 * H}) return false;
+    std::vector<int64_t> lens;
+    if (ctx.has_input(4)) {
+      const Tensor& L = ctx.input(4);
+      if (L.numel() != B) return false;
+      lens = kern::to_int_vector(L);
+      for (int64_t l : lens)
+        if (l < 0 || l > S) return false;
+    }
+    auto opt = [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; };
+    Dims y_dims = layout_ == 0 ? Dims{S, D, B, H} : Dims{B, S, D, H};
+    Tensor* y = ctx.has_output(0) ? &ctx.allocate_output_uninit(0, DType::Float, y_dims) : nullptr;
+    Tensor* yh = ctx.has_output(1) ? &ctx.allocate_output_uninit(1, DType::Float, state_dims) : nullptr;
+    Tensor* yc = lstm && ctx.has_output(2) ? &ctx.allocate_output_uninit(2, DType::Float, state_dims) : nullptr;
+    fast_->run(X, W, R, opt(3), lens, opt(5), lstm ? opt(6) : nullptr, lstm ? opt(7) : nullptr, H, ctx.threads(), y, yh,
+               yc);
+    return true;
+  }
+
   Cell cell_;
+  std::unique_ptr<kern::RnnFast> fast_;
   int64_t gates_ = 1;
   int num_dirs_ = 1;
   bool reverse_only_ = false;

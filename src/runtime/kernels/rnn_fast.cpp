@@ -1,0 +1,472 @@
+#include "runtime/kernels/rnn_fast.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "runtime/kernels/matmul_util.h"
+
+namespace t2o::kern {
+
+using Cell = RnnFastSpec::Cell;
+
+namespace {
+
+constexpr int64_t U = 16;  // hidden units per panel: one AVX-512 register per gate
+
+std::atomic<uint64_t> runs{0};
+
+int64_t gates_of(Cell c) { return c == Cell::Rnn ? 1 : c == Cell::Lstm ? 4 : 3; }
+
+// 64-byte aligned float buffer.
+struct Buf {
+  float* p = nullptr;
+  size_t n = 0;
+  Buf() = default;
+  explicit Buf(size_t count) : p(static_cast<float*>(::operator new(count * sizeof(float), std::align_val_t(64)))), n(count) {}
+  Buf(Buf&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr, o.n = 0; }
+  Buf& operator=(Buf&& o) noexcept {
+    std::swap(p, o.p);
+    std::swap(n, o.n);
+    return *this;
+  }
+  ~Buf() { ::operator delete(p, std::align_val_t(64)); }
+  void zero() { std::memset(p, 0, n * sizeof(float)); }
+};
+
+// Threads of one layer meet here once per step. A step takes microseconds, so waiting threads
+// spin (pausing) for a while before they yield the core to whatever else needs it.
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(int n) : n_(n) {}
+  void wait() {
+    if (n_ == 1) return;
+    int gen = gen_.load(std::memory_order_acquire);
+    if (count_.fetch_add(1, std::memory_order_acq_rel) == n_ - 1) {
+      count_.store(0, std::memory_order_relaxed);
+      gen_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    for (int spins = 0; gen_.load(std::memory_order_acquire) == gen; ++spins) {
+      if (spins < 100000) _mm_pause();
+      else std::this_thread::yield();
+    }
+  }
+
+ private:
+  int n_;
+  std::atomic<int> count_{0};
+  std::atomic<int> gen_{0};
+};
+
+// R [G*H, H] of one direction as panels of U units: panel q, row k holds gates 0..G-1 of units
+// q*U .. q*U+U-1 (zeros past H), so a step reads each thread's panels front to back.
+Buf pack_panels(const float* r, int64_t G, int64_t H) {
+  int64_t P = (H + U - 1) / U;
+  Buf out(static_cast<size_t>(P * H * G * U));
+  out.zero();
+  for (int64_t q = 0; q < P; ++q)
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t u = 0; u < U && q * U + u < H; ++u) {
+        const float* row = r + (g * H + q * U + u) * H;
+        float* dst = out.p + q * H * G * U + g * U + u;
+        for (int64_t k = 0; k < H; ++k) dst[k * G * U] = row[k];
+      }
+  return out;
+}
+
+// ---- AVX-512 pieces -------------------------------------------------------------------------
+
+#define T2O_AVX512 __attribute__((target("avx512f")))
+// GCC 12's AVX-512 min/max/roundscale intrinsics pass an uninitialised "undefined" vector that
+// its own warnings then report once inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// exp by range reduction to |r| <= ln2/2 and a degree-7 polynomial (relative error ~1e-7).
+T2O_AVX512 inline __m512 exp512(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.0f)), _mm512_set1_ps(88.0f));
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+// 1 / d for d >= 1: the 14-bit estimate and one Newton step (about an ulp, a fifth of a divide's
+// cost).
+T2O_AVX512 inline __m512 recip512(__m512 d) {
+  __m512 r = _mm512_rcp14_ps(d);
+  return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
+}
+T2O_AVX512 inline __m512 sigmoid512(__m512 x) {
+  __m512 one = _mm512_set1_ps(1.0f);
+  return recip512(_mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+// tanh(x) = 1 - 2 / (exp(2x) + 1), exact to ~1e-7 absolute.
+T2O_AVX512 inline __m512 tanh512(__m512 x) {
+  __m512 one = _mm512_set1_ps(1.0f);
+  __m512 e = exp512(_mm512_add_ps(x, x));
+  return _mm512_fnmadd_ps(_mm512_set1_ps(2.0f), recip512(_mm512_add_ps(e, one)), one);
+}
+
+// acc[b][g] = sum_k h[b][k] * panel[k][g0 + g] for NB rows and GN of the panel's G gates; row b
+// of acc is ld gates long.
+template <int GN, int NB>
+T2O_AVX512 void panel_gemv(const float* panel, int64_t K, int64_t G, int64_t g0, const float* const* h, float* acc,
+                           int64_t ld) {
+  __m512 a[NB][GN];
+  for (int b = 0; b < NB; ++b)
+    for (int g = 0; g < GN; ++g) a[b][g] = _mm512_setzero_ps();
+  const float* row = panel + g0 * U;
+  for (int64_t k = 0; k < K; ++k, row += G * U) {
+    __m512 w[GN];
+    for (int g = 0; g < GN; ++g) w[g] = _mm512_load_ps(row + g * U);
+    for (int b = 0; b < NB; ++b) {
+      __m512 hb = _mm512_set1_ps(h[b][k]);
+      for (int g = 0; g < GN; ++g) a[b][g] = _mm512_fmadd_ps(hb, w[g], a[b][g]);
+    }
+  }
+  for (int b = 0; b < NB; ++b)
+    for (int g = 0; g < GN; ++g) _mm512_storeu_ps(acc + (b * ld + g) * U, a[b][g]);
+}
+
+template <int GN>
+void panel_gemv_rows(const float* panel, int64_t K, int64_t G, int64_t g0, const float* const* h, int nb, float* acc,
+                     int64_t ld) {
+  switch (nb) {
+    case 1: return panel_gemv<GN, 1>(panel, K, G, g0, h, acc, ld);
+    case 2: return panel_gemv<GN, 2>(panel, K, G, g0, h, acc, ld);
+    case 3: return panel_gemv<GN, 3>(panel, K, G, g0, h, acc, ld);
+    case 4: return panel_gemv<GN, 4>(panel, K, G, g0, h, acc, ld);
+    default:
+      if constexpr (GN <= 2) {
+        switch (nb) {
+          case 5: return panel_gemv<GN, 5>(panel, K, G, g0, h, acc, ld);
+          case 6: return panel_gemv<GN, 6>(panel, K, G, g0, h, acc, ld);
+          case 7: return panel_gemv<GN, 7>(panel, K, G, g0, h, acc, ld);
+          default: return panel_gemv<GN, 8>(panel, K, G, g0, h, acc, ld);
+        }
+      }
+  }
+}
+
+constexpr int kMaxRows = 8;  // rows of h per pass over a panel
+
+// Gates g0 .. g0+gn-1 of one panel for nb <= kMaxRows rows: acc[(b * gn + g) * U + u]. Each
+// pass keeps at most 16 accumulators in registers: up to 4 rows take all gates at once, more
+// rows take the gates two at a time (reading a panel row once per 16 multiply-adds either way).
+void gemv(const float* panel, int64_t K, int64_t G, int64_t g0, int64_t gn, const float* const* h, int nb, float* acc) {
+  int64_t group = nb <= 4 ? gn : std::min<int64_t>(gn, 2);
+  for (int64_t g = 0; g < gn; g += group) {
+    int64_t n = std::min(group, gn - g);
+    float* out = acc + g * U;
+    switch (n) {
+      case 1: panel_gemv_rows<1>(panel, K, G, g0 + g, h, nb, out, gn); break;
+      case 2: panel_gemv_rows<2>(panel, K, G, g0 + g, h, nb, out, gn); break;
+      case 3: panel_gemv_rows<3>(panel, K, G, g0 + g, h, nb, out, gn); break;
+      default: panel_gemv_rows<4>(panel, K, G, g0 + g, h, nb, out, gn); break;
+    }
+  }
+}
+
+// What the gate updates of one row and one panel read and write. Pointers are at the panel's
+// first unit; `mask` covers the units below H.
+struct UnitBlock {
+  const float* pre;     // X·Wᵀ + biases, gate g at pre[g * H]
+  const float* acc;     // the recurrent products, gate g at acc[g * U]
+  int64_t H;
+  __mmask16 mask;
+  const float* peep;    // LSTM peepholes (i, o, f at peep[0], [H], [2H]) or null
+  const float* rbh;     // linear-before-reset GRU: Rb of the h gate
+  float* c;             // LSTM cell state, updated in place
+  const float* h;       // hidden state before the step
+  float* h_next;        // after it
+  float* y;             // Y's row for this step, or null
+  bool has_clip;
+  float clip;
+};
+
+T2O_AVX512 inline __m512 gate_in(const UnitBlock& u, int g, __m512 extra) {
+  __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(u.mask, u.pre + g * u.H), _mm512_loadu_ps(u.acc + g * U));
+  v = _mm512_add_ps(v, extra);
+  if (u.has_clip) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-u.clip)), _mm512_set1_ps(u.clip));
+  return v;
+}
+
+T2O_AVX512 inline void store_h(const UnitBlock& u, __m512 h) {
+  _mm512_mask_storeu_ps(u.h_next, u.mask, h);
+  if (u.y) _mm512_mask_storeu_ps(u.y, u.mask, h);
+}
+
+// Peephole k (i o f) times the cell state s, or zero without peepholes.
+T2O_AVX512 inline __m512 peep(const UnitBlock& u, int k, __m512 s) {
+  return u.peep ? _mm512_mul_ps(_mm512_maskz_loadu_ps(u.mask, u.peep + k * u.H), s) : _mm512_setzero_ps();
+}
+
+// ONNX LSTM, gates i o f c.
+T2O_AVX512 void lstm_units(const UnitBlock& u) {
+  __m512 z = _mm512_setzero_ps();
+  __m512 c = _mm512_maskz_loadu_ps(u.mask, u.c);
+  __m512 i = sigmoid512(gate_in(u, 0, peep(u, 0, c)));
+  __m512 f = sigmoid512(gate_in(u, 2, peep(u, 2, c)));
+  __m512 g = tanh512(gate_in(u, 3, z));
+  __m512 cn = _mm512_fmadd_ps(f, c, _mm512_mul_ps(i, g));
+  __m512 o = sigmoid512(gate_in(u, 1, peep(u, 1, cn)));
+  _mm512_mask_storeu_ps(u.c, u.mask, cn);
+  store_h(u, _mm512_mul_ps(o, tanh512(cn)));
+}
+
+// ONNX GRU, gates z r h, linear before reset: h~ = tanh(xh + r * (h·Rhᵀ + Rbh)).
+T2O_AVX512 void lbr_gru_units(const UnitBlock& u) {
+  __m512 z = _mm512_setzero_ps();
+  __m512 zg = sigmoid512(gate_in(u, 0, z));
+  __m512 r = sigmoid512(gate_in(u, 1, z));
+  __m512 rec = _mm512_add_ps(_mm512_loadu_ps(u.acc + 2 * U), _mm512_maskz_loadu_ps(u.mask, u.rbh));
+  __m512 v = _mm512_fmadd_ps(r, rec, _mm512_maskz_loadu_ps(u.mask, u.pre + 2 * u.H));
+  if (u.has_clip) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-u.clip)), _mm512_set1_ps(u.clip));
+  __m512 hh = tanh512(v);
+  // (1 - z) * h~ + z * h
+  store_h(u, _mm512_fmadd_ps(zg, _mm512_sub_ps(_mm512_maskz_loadu_ps(u.mask, u.h), hh), hh));
+}
+
+// The reset-before-product GRU in two halves. First z and r from h·Rᵀ (gates 0 and 1 of acc),
+// keeping z and r * h for the second product.
+T2O_AVX512 void gru_first(const UnitBlock& u, float* zs, float* rh) {
+  __m512 z = _mm512_setzero_ps();
+  _mm512_mask_storeu_ps(zs, u.mask, sigmoid512(gate_in(u, 0, z)));
+  __m512 r = sigmoid512(gate_in(u, 1, z));
+  _mm512_mask_storeu_ps(rh, u.mask, _mm512_mul_ps(r, _mm512_maskz_loadu_ps(u.mask, u.h)));
+}
+// Then h~ = tanh(xh + (r * h)·Rhᵀ + Rbh) (acc holds the product; Rbh is part of pre).
+T2O_AVX512 void gru_second(const UnitBlock& u, const float* zs) {
+  __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(u.mask, u.pre + 2 * u.H), _mm512_loadu_ps(u.acc));
+  if (u.has_clip) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-u.clip)), _mm512_set1_ps(u.clip));
+  __m512 hh = tanh512(v);
+  __m512 zg = _mm512_maskz_loadu_ps(u.mask, zs);
+  store_h(u, _mm512_fmadd_ps(zg, _mm512_sub_ps(_mm512_maskz_loadu_ps(u.mask, u.h), hh), hh));
+}
+
+T2O_AVX512 void rnn_units(const UnitBlock& u, RnnFastSpec::Act act) {
+  __m512 v = gate_in(u, 0, _mm512_setzero_ps());
+  __m512 h = act == RnnFastSpec::Act::Tanh      ? tanh512(v)
+             : act == RnnFastSpec::Act::Sigmoid ? sigmoid512(v)
+                                                : _mm512_max_ps(v, _mm512_setzero_ps());
+  store_h(u, h);
+}
+
+#pragma GCC diagnostic pop
+#undef T2O_AVX512
+
+}  // namespace
+
+struct RnnFast::Impl {
+  RnnFastSpec spec;
+  bool constant = false;
+  std::mutex mu;
+  // Per direction, made on the first run when the weights are constant.
+  std::vector<std::shared_ptr<DnnlMatmul>> proj;
+  std::vector<Buf> panels;
+  std::vector<Buf> bias;  // Wb + Rb per gate (Wb only for the linear-before-reset h gate)
+};
+
+RnnFast::RnnFast(const RnnFastSpec& spec) : impl_(std::make_unique<Impl>()) { impl_->spec = spec; }
+RnnFast::~RnnFast() = default;
+void RnnFast::set_constant_weights(bool constant) { impl_->constant = constant; }
+
+void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tensor* b, const std::vector<int64_t>& lens,
+                  const Tensor* h0, const Tensor* c0, const Tensor* p, int64_t H, int threads, Tensor* y, Tensor* yh,
+                  Tensor* yc) {
+  Impl& m = *impl_;
+  const RnnFastSpec& sp = m.spec;
+  const Cell cell = sp.cell;
+  const bool lstm = cell == Cell::Lstm, lbr = cell == Cell::LbrGru, gru = cell == Cell::Gru;
+  const int64_t D = sp.dirs, G = gates_of(cell), GH = G * H;
+  const bool bf = sp.batch_first;
+  const int64_t S = bf ? x.dim(1) : x.dim(0), B = bf ? x.dim(0) : x.dim(1), I = x.dim(2);
+  const int64_t P = (H + U - 1) / U, Hp = P * U;
+  auto len = [&](int64_t row) { return lens.empty() ? S : lens[static_cast<size_t>(row)]; };
+
+  // Packed weights and fused biases, per direction.
+  std::vector<std::shared_ptr<DnnlMatmul>> proj_v;
+  std::vector<Buf> panels_v, bias_v;
+  std::unique_lock<std::mutex> lock(m.mu);
+  bool cached = m.constant && !m.panels.empty();
+  if (!cached) {
+    for (int64_t d = 0; d < D; ++d) {
+      // A constant W is packed by the matmul, which keeps its own copy of the plain one.
+      Tensor wd;
+      if (m.constant) {
+        wd = Tensor::uninitialized(DType::Float, {GH, I});
+        std::copy_n(w.data<float>() + d * GH * I, GH * I, wd.data<float>());
+      }
+      proj_v.push_back(dnnl_matmul_make(false, true, 1.0f, m.constant ? &wd : nullptr));
+      panels_v.push_back(pack_panels(r.data<float>() + d * GH * H, G, H));
+      Buf bs(static_cast<size_t>(GH + H));  // fused bias, then Rbh for the linear-before-reset GRU
+      bs.zero();
+      if (b) {
+        const float* wb = b->data<float>() + d * 2 * GH;
+        const float* rb = wb + GH;
+        for (int64_t j = 0; j < GH; ++j) bs.p[j] = wb[j] + (lbr && j >= 2 * H ? 0.0f : rb[j]);
+        if (lbr) std::copy_n(rb + 2 * H, H, bs.p + GH);
+      }
+      bias_v.push_back(std::move(bs));
+    }
+    if (m.constant) {
+      m.proj = std::move(proj_v);
+      m.panels = std::move(panels_v);
+      m.bias = std::move(bias_v);
+    }
+  }
+  const auto& proj = m.constant ? m.proj : proj_v;
+  const auto& panels = m.constant ? m.panels : panels_v;
+  const auto& bias = m.constant ? m.bias : bias_v;
+  lock.unlock();
+
+  // State offsets in the ONNX tensors: [D, B, H], or [B, D, H] batch first.
+  auto st = [&](int64_t d, int64_t row) { return bf ? (row * D + d) * H : (d * B + row) * H; };
+  auto y_row = [&](int64_t t, int64_t d, int64_t row) { return bf ? ((row * S + t) * D + d) * H : ((t * D + d) * B + row) * H; };
+  if (y) std::memset(y->raw(), 0, static_cast<size_t>(y->numel()) * sizeof(float));
+
+  const int T = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, P)));
+  Buf pre(static_cast<size_t>(S * B * GH));
+  // Hidden states double-buffered (threads read all of h while others write theirs), rows padded
+  // to whole panels; the cell state, and GRU's z and r * h, are per unit.
+  Buf hbuf(static_cast<size_t>(2 * B * Hp)), cbuf(static_cast<size_t>(B * Hp)), rh(static_cast<size_t>(B * Hp));
+  Buf zbuf(static_cast<size_t>(B * Hp));
+  for (int64_t d = 0; d < D; ++d) {
+    const bool rev = sp.reverse || d == 1;
+    // pre[row of X] = X·Wᵀ + bias, rows in X's own order ((t, b), or (b, t) batch first).
+    const float* wd = w.data<float>() + d * GH * I;
+    if (!dnnl_matmul_run(*proj[static_cast<size_t>(d)], 1, 1, S * B, I, GH, x.data<float>(), m.constant ? nullptr : wd,
+                         bias[static_cast<size_t>(d)].p, 0.0f, pre.p)) {
+      for (int64_t row = 0; row < S * B; ++row)
+        for (int64_t j = 0; j < GH; ++j) {
+          const float* xr = x.data<float>() + row * I;
+          float s = bias[static_cast<size_t>(d)].p[j];
+          for (int64_t k = 0; k < I; ++k) s += xr[k] * wd[j * I + k];
+          pre.p[row * GH + j] = s;
+        }
+    }
+    auto pre_row = [&](int64_t t, int64_t row) { return pre.p + (bf ? row * S + t : t * B + row) * GH; };
+    hbuf.zero();
+    cbuf.zero();
+    for (int64_t row = 0; row < B; ++row) {
+      if (h0) std::copy_n(h0->data<float>() + st(d, row), H, hbuf.p + row * Hp);
+      if (c0) std::copy_n(c0->data<float>() + st(d, row), H, cbuf.p + row * Hp);
+    }
+    const float* panel0 = panels[static_cast<size_t>(d)].p;
+    const float* rbh = bias[static_cast<size_t>(d)].p + GH;
+    const float* peep = p ? p->data<float>() + d * 3 * H : nullptr;
+    int64_t steps = 0;
+    for (int64_t row = 0; row < B; ++row) steps = std::max(steps, len(row));
+
+    auto work = [&](int tid, int team, SpinBarrier& barrier) {
+      const int64_t q0 = P * tid / team, q1 = P * (tid + 1) / team;
+      alignas(64) float acc[kMaxRows * 4 * U];
+      const float* hrows[kMaxRows];
+      int cur = 0;
+      for (int64_t step = 0; step < steps; ++step) {
+        float* h = hbuf.p + cur * B * Hp;
+        float* hn = hbuf.p + (1 - cur) * B * Hp;
+        // First (or only) product: every gate, or z and r for the reset-before-product GRU.
+        const int64_t gn = gru ? 2 : G;
+        // Panels in alternating order: a thread's share of R is often a little larger than its
+        // cache, and a pass that starts where the last one ended finds that end still cached.
+        for (int64_t qi = q0; qi < q1; ++qi) {
+          const int64_t q = step % 2 == 0 ? qi : q0 + q1 - 1 - qi;
+          const float* panel = panel0 + q * H * G * U;
+          const int64_t j0 = q * U;
+          const __mmask16 mask = static_cast<__mmask16>(H - j0 >= U ? 0xFFFF : (1u << (H - j0)) - 1);
+          for (int64_t r0 = 0; r0 < B; r0 += kMaxRows) {
+            int nb = static_cast<int>(std::min<int64_t>(kMaxRows, B - r0));
+            for (int k = 0; k < nb; ++k) hrows[k] = h + (r0 + k) * Hp;
+            gemv(panel, H, G, 0, gn, hrows, nb, acc);
+            for (int k = 0; k < nb; ++k) {
+              int64_t row = r0 + k;
+              float* hrow = h + row * Hp + j0;
+              float* hnrow = hn + row * Hp + j0;
+              if (step >= len(row)) {  // this row has ended: its state stays
+                std::copy_n(hrow, U, hnrow);
+                continue;
+              }
+              int64_t t = rev ? len(row) - 1 - step : step;
+              UnitBlock u{pre_row(t, row) + j0, acc + k * gn * U, H, mask, peep ? peep + j0 : nullptr, rbh + j0,
+                          cbuf.p + row * Hp + j0, hrow, hnrow, y ? y->data<float>() + y_row(t, d, row) + j0 : nullptr,
+                          sp.has_clip, sp.clip};
+              if (lstm) lstm_units(u);
+              else if (lbr) lbr_gru_units(u);
+              else if (gru) gru_first(u, zbuf.p + row * Hp + j0, rh.p + row * Hp + j0);
+              else rnn_units(u, sp.act);
+            }
+          }
+        }
+        if (gru) {
+          // h~ needs r * h of every unit: the second product once all threads have them.
+          barrier.wait();
+          for (int64_t qi = q0; qi < q1; ++qi) {
+            const int64_t q = step % 2 == 1 ? qi : q0 + q1 - 1 - qi;
+            const float* panel = panel0 + q * H * G * U;
+            const int64_t j0 = q * U;
+            const __mmask16 mask = static_cast<__mmask16>(H - j0 >= U ? 0xFFFF : (1u << (H - j0)) - 1);
+            for (int64_t r0 = 0; r0 < B; r0 += kMaxRows) {
+              int nb = static_cast<int>(std::min<int64_t>(kMaxRows, B - r0));
+              for (int k = 0; k < nb; ++k) hrows[k] = rh.p + (r0 + k) * Hp;
+              gemv(panel, H, G, 2, 1, hrows, nb, acc);
+              for (int k = 0; k < nb; ++k) {
+                int64_t row = r0 + k;
+                if (step >= len(row)) continue;
+                int64_t t = rev ? len(row) - 1 - step : step;
+                UnitBlock u{pre_row(t, row) + j0, acc + k * U, H, mask, nullptr, nullptr, nullptr, h + row * Hp + j0,
+                            hn + row * Hp + j0, y ? y->data<float>() + y_row(t, d, row) + j0 : nullptr,
+                            sp.has_clip, sp.clip};
+                gru_second(u, zbuf.p + row * Hp + j0);
+              }
+            }
+          }
+        }
+        barrier.wait();
+        cur = 1 - cur;
+      }
+      return cur;
+    };
+    int final_buf = 0;
+    if (T == 1) {
+      SpinBarrier one(1);
+      final_buf = work(0, 1, one);
+    } else {
+      std::unique_ptr<SpinBarrier> barrier;
+#pragma omp parallel num_threads(T)
+      {
+        // The team may be smaller than asked (nested in another parallel region): the barrier
+        // counts the threads there are.
+#pragma omp single
+        barrier = std::make_unique<SpinBarrier>(omp_get_num_threads());
+        int f = work(omp_get_thread_num(), omp_get_num_threads(), *barrier);
+        if (omp_get_thread_num() == 0) final_buf = f;
+      }
+    }
+    const float* hf = hbuf.p + final_buf * B * Hp;
+    for (int64_t row = 0; row < B; ++row) {
+      if (yh) std::copy_n(hf + row * Hp, H, yh->data<float>() + st(d, row));
+      if (yc) std::copy_n(cbuf.p + row * Hp, H, yc->data<float>() + st(d, row));
+    }
+  }
+  ++runs;
+}
+
+uint64_t rnn_fast_runs() { return runs.load(); }
+
+}  // namespace t2o::kern
