@@ -118,7 +118,7 @@ struct GeluOp {
     return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(0.7071067811865476)));
   }
   float fast(float x) const {
-    if (!tanh_approx) return (*this)(x);
+    if (!tanh_approx) return 0.5f * x * (1.0f + fast_erf(x * 0.7071067811865476f));
     return 0.5f * x * (1.0f + fast_tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   }
 };

@@ -70,7 +70,7 @@ void run_binary(KernelContext& ctx, const Op& op, bool fast, bool int_divisor, i
   check_same_types(ctx, a, b);
   if (int_divisor && dtype_is_integer(b.dtype()) && has_zero(b)) ctx.fail("integer division by zero");
   Dims od = broadcast_dims(ctx, a.dims(), b.dims());
-  Tensor& out = ctx.allocate_output(0, to_bool ? DType::Bool : a.dtype(), od);
+  Tensor& out = ctx.allocate_output_uninit(0, to_bool ? DType::Bool : a.dtype(), od);
   dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using R = std::conditional_t<to_bool, bool, T>;

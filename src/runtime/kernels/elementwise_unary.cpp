@@ -63,6 +63,12 @@ struct SignOp {
   }
 };
 
+struct ErfOp {
+  template <typename C>
+  auto operator()(C x) const { return std::erf(x); }
+  float fast(float x) const { return fast_erf(x); }
+};
+
 struct TanhOp {
   template <typename C>
   C operator()(C x) const { return std::tanh(x); }
@@ -84,7 +90,7 @@ void register_elementwise_unary_kernels(KernelRegistry& r) {
   r.add("", "Floor", 1, unary_factory<T::Float>(fixed([](auto x) { return std::floor(x); })));
   // nearbyint rounds half to even in the default rounding mode, as ONNX requires.
   r.add("", "Round", 11, unary_factory<T::Float>(fixed([](auto x) { return std::nearbyint(x); })));
-  r.add("", "Erf", 9, unary_factory<T::Numeric>(fixed([](auto x) { return std::erf(x); })));
+  r.add("", "Erf", 9, unary_factory<T::Numeric>(fixed(ErfOp{})));
   r.add("", "Sin", 7, unary_factory<T::Float>(fixed([](auto x) { return std::sin(x); })));
   r.add("", "Cos", 7, unary_factory<T::Float>(fixed([](auto x) { return std::cos(x); })));
   r.add("", "Tan", 7, unary_factory<T::Float>(fixed([](auto x) { return std::tan(x); })));

@@ -89,6 +89,40 @@ inline float fast_tanh(float x) {
   return a < 0.3f ? small : big;
 }
 
+// erf: its Maclaurin series up to x^21 for |x| < 1 (error ~1e-9 relative there), beyond that
+// 1 - erfc with Numerical Recipes' erfc fit (fractional error < 1.2e-7). Branch-free so that
+// loops over it vectorise.
+inline float fast_erf(float x) {
+  float a = std::fabs(x);
+  float x2 = x * x;
+  float p = 1.0f / 76204800;
+  p = p * x2 - 1.0f / 6894720;
+  p = p * x2 + 1.0f / 685440;
+  p = p * x2 - 1.0f / 75600;
+  p = p * x2 + 1.0f / 9360;
+  p = p * x2 - 1.0f / 1320;
+  p = p * x2 + 1.0f / 216;
+  p = p * x2 - 1.0f / 42;
+  p = p * x2 + 1.0f / 10;
+  p = p * x2 - 1.0f / 3;
+  p = p * x2 + 1.0f;
+  float small = 1.1283791670955126f * x * p;
+  float t = 1.0f / (1.0f + 0.5f * a);
+  float q = 0.17087277f;
+  q = q * t - 0.82215223f;
+  q = q * t + 1.48851587f;
+  q = q * t - 1.13520398f;
+  q = q * t + 0.27886807f;
+  q = q * t - 0.18628806f;
+  q = q * t + 0.09678418f;
+  q = q * t + 0.37409196f;
+  q = q * t + 1.00002368f;
+  q = q * t - 1.26551223f;
+  float big = 1.0f - t * fast_exp(q - x2);
+  big = x < 0 ? -big : big;
+  return a < 1.0f ? small : big;
+}
+
 // An op may offer `float fast(float)`, an approximation used on the fast path only.
 template <typename Op>
 concept HasFast = requires(const Op& o, float v) {
@@ -251,7 +285,7 @@ constexpr bool accepts(Types t) {
 template <Types ts, typename Op>
 void run_unary_same(KernelContext& ctx, const Op& op, bool fast) {
   const Tensor& x = ctx.input(0);
-  Tensor& out = ctx.allocate_output(0, x.dtype(), x.dims());
+  Tensor& out = ctx.allocate_output_uninit(0, x.dtype(), x.dims());
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (accepts<T>(ts)) unary_apply<T, T>(x, out, op, fast, ctx.threads());

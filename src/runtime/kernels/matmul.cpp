@@ -102,7 +102,7 @@ class MatMulKernel : public OpKernel {
     const Tensor& B = ctx.input(1);
     if (A.dtype() != B.dtype()) ctx.fail("A and B have different element types");
     MatmulShape s = matmul_shape(ctx, A.dims(), B.dims());
-    Tensor& Y = ctx.allocate_output(0, A.dtype(), s.out);
+    Tensor& Y = ctx.allocate_output_uninit(0, A.dtype(), s.out);
     if (Y.numel() == 0) return;
     if (dnnl_ && A.dtype() == DType::Float && s.K > 0 && batch_is_simple(s)) {
       bool const_b = const_b_.defined() && B.same_storage(const_b_);
@@ -158,7 +158,7 @@ class GemmKernel : public OpKernel {
       if (out != Dims{M, N}) ctx.fail("C of shape " + dims_to_string(C->dims()) + " does not broadcast to " + dims_to_string({M, N}));
       cs = broadcast_strides(C->dims(), {M, N});
     }
-    Tensor& Y = ctx.allocate_output(0, A.dtype(), {M, N});
+    Tensor& Y = ctx.allocate_output_uninit(0, A.dtype(), {M, N});
     if (Y.numel() == 0) return;
     if (dnnl_ && A.dtype() == DType::Float && K > 0) {
       bool use_const = const_b_.defined() && B.same_storage(const_b_);

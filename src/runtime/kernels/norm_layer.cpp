@@ -75,7 +75,7 @@ class LayerNormKernel : public OpKernel {
     Dims stat_dims(X.dims().begin(), X.dims().begin() + axis);
     stat_dims.resize(static_cast<size_t>(r), 1);
     DType st = stash_ == 1 ? DType::Float : X.dtype();
-    Tensor& Y = ctx.allocate_output(0, X.dtype(), X.dims());
+    Tensor& Y = ctx.allocate_output_uninit(0, X.dtype(), X.dims());
     Tensor mean_t = ctx.has_output(1) ? ctx.allocate_output(1, st, stat_dims) : Tensor();
     Tensor inv_t = ctx.has_output(2) ? ctx.allocate_output(2, st, stat_dims) : Tensor();
     if (X.numel() == 0) return;

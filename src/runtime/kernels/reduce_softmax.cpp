@@ -95,7 +95,7 @@ class SoftmaxKernel : public OpKernel {
       else if (d == axis || coerce_2d_) n *= v;
       else inner *= v;
     }
-    Tensor& y = ctx.allocate_output(0, x.dtype(), x.dims());
+    Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), x.dims());
     if (x.numel() == 0) return;
     if (fast_ && x.dtype() == DType::Float && kind_ != SoftKind::Hardmax) {
       if (inner == 1) softmax_rows_fast(kind_, x.data<float>(), y.data<float>(), outer, n, ctx.threads());

@@ -172,7 +172,7 @@ class Transpose : public OpKernel {
       seen[static_cast<size_t>(p)] = true;
       od.push_back(x.dims()[static_cast<size_t>(p)]);
     }
-    Tensor& y = ctx.allocate_output(0, x.dtype(), od);
+    Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), od);
     transpose_into(x, perm, y, fast_, ctx.threads());
   }
 
@@ -211,7 +211,7 @@ class SpaceDepth : public OpKernel {
       perm = {0, 3, 5, 1, 2, 4};
       od = {n, c * b * b, h / b, w / b};
     }
-    Tensor& y = ctx.allocate_output(0, x.dtype(), od);
+    Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), od);
     transpose_into(x.reshaped(view), perm, y, fast_, ctx.threads());
   }
 
