@@ -53,7 +53,7 @@ void print_warning(const std::string& msg) {
 
 int main(int argc, char** argv) {
   using namespace t2o::cli;
-  // Commands that execute models re-run themselves with passive OpenMP waiting (see session.h).
+  // Commands that execute models re-run themselves with a chosen OpenMP wait policy (session.h).
   if (argc > 1) {
     std::string cmd = argv[1];
     bool verifies = false, no_optimize = false;
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
     // convert proves its optimization on the runtime unless --no-optimize.
     if (cmd == "run" || cmd == "verify" || (cmd == "convert" && (verifies || !no_optimize)) ||
         (cmd == "optimize" && verifies) || cmd == "quantize")
-      t2o::prefer_passive_omp_wait(argv);
+      t2o::choose_omp_wait(argv);
   }
   CLI::App app{
       "torch2onnx: turn a TorchScript model into a checked, verified ONNX model, and run ONNX models on the CPU.\n\n"

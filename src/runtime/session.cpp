@@ -6,7 +6,9 @@
 #include <cstdlib>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -18,9 +20,32 @@
 
 namespace t2o {
 
-void prefer_passive_omp_wait(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY")) return;
-  setenv("OMP_WAIT_POLICY", "passive", 1);
+namespace {
+
+// Runnable tasks other than this one (/proc/loadavg's "running/total" counts the reader): the
+// fewest of five looks a millisecond apart, so that a task passing through is not counted.
+int other_runnable_tasks() {
+  int fewest = 1 << 30;
+  for (int i = 0; i < 5; ++i) {
+    if (i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::FILE* f = std::fopen("/proc/loadavg", "r");
+    if (!f) return 0;
+    double l1, l5, l15;
+    int running = 0, total = 0;
+    int got = std::fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total);
+    std::fclose(f);
+    if (got != 5) return 0;
+    fewest = std::min(fewest, std::max(0, running - 1));
+  }
+  return fewest;
+}
+
+}  // namespace
+
+void choose_omp_wait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  if (other_runnable_tasks() > 0) setenv("OMP_WAIT_POLICY", "passive", 1);
+  else setenv("GOMP_SPINCOUNT", "10000", 1);
   execv("/proc/self/exe", argv);
 }
 

@@ -65,10 +65,14 @@ class Session {
 // Sets the thread count of every library the runtime uses (OpenMP, oneDNN).
 void set_runtime_threads(int threads);
 
-// Re-executes the program with OMP_WAIT_POLICY=passive unless the variable is set. libgomp spins
-// at barriers by default and reads the variable only when it loads; on a shared, loaded machine a
-// spinning thread holds a core its sibling needs (MobileNetV2 at 2 threads, load ~12: ~1070 ms
-// spinning vs ~30 ms passive). Call first thing in main(); returns if re-execution fails.
-void prefer_passive_omp_wait(char** argv);
+// Chooses how idle OpenMP threads wait, unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, and
+// re-executes the program with that setting (libgomp reads it only when it loads). A thread
+// that sleeps at every barrier pays a wake-up per parallel region: on a quiet 2-core machine
+// MobileNetV2 at 2 threads took 13 ms passive against 4.6 ms spinning briefly. A spinning
+// thread on a busy machine holds a core its sibling needs: with two other busy processes it
+// took 28 ms spinning briefly against 9 ms passive (and ~1 s spinning as long as libgomp's
+// default). So: a short spin (GOMP_SPINCOUNT=10000) when no other task is runnable at start,
+// else passive. Call first thing in main(); returns if re-execution fails.
+void choose_omp_wait(char** argv);
 
 }  // namespace t2o
