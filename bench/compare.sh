@@ -1,49 +1,88 @@
 #!/usr/bin/env bash
 # torch2onnx runtime vs ONNX Runtime on already exported models, repeated and interleaved so that
-# a noisy, shared machine hurts both sides alike (bench/run.sh also exports and times PyTorch).
+# both sides see the same machine (bench/run.sh also exports and times PyTorch).
 #
-#   bench/compare.sh MODEL_DIR [REPS] [ITERS] [MODELS...]
+#   bench/compare.sh MODEL_DIR [REPS] [ITERS] [MODEL[@BATCH]...]
 #
-# MODEL_DIR holds MODEL.onnx files and input.npy (bench/models.py export). For each model and
-# thread count (1, 2) it runs ours then ORT, REPS times, ITERS timed runs each, and prints per
-# side the median of the REPS medians, the smallest min and the median CPU ms per run (process
-# CPU time, all threads: not inflated by waiting for a core, but it counts spinning), their
-# ratios, and the max abs difference of the outputs. ORT_NO_SPIN=1 passes through to ort_bench.js.
+# MODEL_DIR holds MODEL.onnx and MODEL.bBATCH.npy (bench/models.py export; BATCH defaults to 1,
+# the default list is `bench/models.py list`). For each model and thread count (1, 2) it runs ours
+# then ORT, REPS times, ITERS timed runs each, and prints per side the median of the REPS medians,
+# the smallest min and the median CPU ms per run (process CPU time, all threads: it counts
+# spinning), their ratios, GFLOP/s against the machine's measured FMA peak at that thread count,
+# peak RSS growth over the process's start (MB), session build time, and the max abs difference of
+# the outputs relative to the output's scale. ORT_NO_SPIN=1 passes through to ort_bench.js and
+# makes our side wait passively too (OMP_WAIT_POLICY=passive): the like-for-like comparison.
+#
+# Figures from a busy machine measure the scheduler, not the runtimes: the script waits (up to
+# LOAD_WAIT seconds, default 300) for the 1-minute load average to fall below MAX_LOAD (default
+# 1.5) before each model and marks a row "LOADED" if the load was above it before or after the row.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${T2O_BUILD_DIR:-$ROOT/build}"
 DIR="$1"
-REPS="${2:-5}"
-ITERS="${3:-10}"
+REPS="${2:-3}"
+ITERS="${3:-20}"
 shift $(( $# < 3 ? $# : 3 ))
 MODELS=("$@")
-[ ${#MODELS[@]} -eq 0 ] && MODELS=(resnet18 resnet50 mobilenet_v2)
+if [ ${#MODELS[@]} -eq 0 ]; then read -r -a MODELS <<< "$(/usr/bin/python3 "$ROOT/bench/models.py" list)"; fi
+MAX_LOAD="${MAX_LOAD:-1.5}"
+LOAD_WAIT="${LOAD_WAIT:-300}"
+T2O_ENV=()
+[ "${ORT_NO_SPIN:-}" = 1 ] && T2O_ENV=(OMP_WAIT_POLICY=passive)
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| model | threads | t2o median ms | ORT median ms | t2o/ORT (median) | t2o min ms | ORT min ms | t2o/ORT (min) | t2o CPU ms | ORT CPU ms | t2o/ORT (CPU) | max abs diff |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-for m in "${MODELS[@]}"; do
+load() { cut -d' ' -f1 /proc/loadavg; }
+above() { awk -v l="$(load)" -v m="$MAX_LOAD" 'BEGIN { exit !(l > m) }'; }
+wait_quiet() {
+  local waited=0
+  while above && [ "$waited" -lt "$LOAD_WAIT" ]; do sleep 10; waited=$((waited + 10)); done
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+PEAK1=$("$BUILD/t2o_bench" --peak 1)
+PEAK2=$("$BUILD/t2o_bench" --peak 2)
+echo "measured FMA peak (float32): $PEAK1 GFLOP/s at 1 thread, $PEAK2 at 2"
+echo
+echo "| model | batch | threads | t2o median ms | ORT median ms | t2o/ORT (median) | t2o/ORT (min) | t2o/ORT (CPU) | t2o GFLOP/s (% peak) | ORT GFLOP/s (% peak) | t2o / ORT peak RSS MB | t2o / ORT build ms | max diff / scale | load |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+for entry in "${MODELS[@]}"; do
+  m="${entry%@*}"
+  b=1
+  [ "$entry" != "$m" ] && b="${entry#*@}"
+  input="$DIR/$m.b$b.npy"
+  [ -f "$input" ] || input="$DIR/input.npy"
+  gflop=$(/usr/bin/python3 "$ROOT/bench/flops.py" "$DIR/$m.onnx" "$input")
+  wait_quiet
+  flag=""
+  above && flag="LOADED"
   for t in 1 2; do
     : > "$OUT/t2o" ; : > "$OUT/ort"
     for _ in $(seq "$REPS"); do
-      "$BUILD/t2o_bench" "$DIR/$m.onnx" "$DIR/input.npy" "$t" "$ITERS" "$OUT/$m.t2o.npy" >> "$OUT/t2o"
-      node "$ROOT/bench/ort_bench.js" "$DIR/$m.onnx" "$DIR/input.npy" "$t" "$ITERS" "$OUT/$m.ort.npy" >> "$OUT/ort"
+      env "${T2O_ENV[@]}" "$BUILD/t2o_bench" "$DIR/$m.onnx" "$input" "$t" "$ITERS" "$OUT/$m.t2o.npy" >> "$OUT/t2o"
+      node "$ROOT/bench/ort_bench.js" "$DIR/$m.onnx" "$input" "$t" "$ITERS" "$OUT/$m.ort.npy" >> "$OUT/ort"
     done
-    /usr/bin/python3 - "$OUT" "$m" "$t" <<'EOF'
+    above && flag="LOADED"
+    peak=$PEAK1
+    [ "$t" = 2 ] && peak=$PEAK2
+    /usr/bin/python3 - "$OUT" "$m" "$b" "$t" "$gflop" "$peak" "$flag" <<'EOF'
 import json, statistics, sys
 import numpy as np
-out, m, t = sys.argv[1:]
+out, m, b, t, gflop, peak, flag = sys.argv[1:]
+gflop, peak = float(gflop), float(peak)
 def load(side):
     rows = [json.loads(l) for l in open(f"{out}/{side}") if l.strip()]
-    return (statistics.median(r["median_ms"] for r in rows), min(r["min_ms"] for r in rows),
-            statistics.median(r["cpu_ms"] for r in rows))
-(tm, tn, tc), (om, on, oc) = load("t2o"), load("ort")
-diff = float(np.abs(np.load(f"{out}/{m}.t2o.npy") - np.load(f"{out}/{m}.ort.npy")).max())
-print(f"| {m} | {t} | {tm:.1f} | {om:.1f} | {tm / om:.2f} | {tn:.1f} | {on:.1f} | {tn / on:.2f} "
-      f"| {tc:.1f} | {oc:.1f} | {tc / oc:.2f} | {diff:.1e} |")
+    med = lambda k: statistics.median(r[k] for r in rows)
+    return med("median_ms"), min(r["min_ms"] for r in rows), med("cpu_ms"), med("rss_mb"), med("build_ms")
+(tm, tn, tc, tr, tb), (om, on, oc, orss, ob) = load("t2o"), load("ort")
+a, o = np.load(f"{out}/{m}.t2o.npy"), np.load(f"{out}/{m}.ort.npy")
+scale = max(float(np.abs(o).max()), 1e-30)
+diff = float(np.abs(a.astype(np.float64) - o).max()) / scale
+rate = lambda ms: f"{gflop / ms * 1e3:.0f} ({100 * gflop / ms * 1e3 / peak:.0f}%)"
+print(f"| {m} | {b} | {t} | {tm:.2f} | {om:.2f} | {tm / om:.2f} | {tn / on:.2f} | {tc / oc:.2f} "
+      f"| {rate(tm)} | {rate(om)} | {tr:.0f} / {orss:.0f} | {tb:.0f} / {ob:.0f} | {diff:.1e} | {flag or 'ok'} |")
 EOF
   done
 done
+echo
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,16 +1,20 @@
 """Benchmark models and the PyTorch side of the benchmark.
 
-    /usr/bin/python3 bench/models.py export OUT_DIR [NAME...]     # .pt, .onnx (torch.onnx.export), input.npy
+    /usr/bin/python3 bench/models.py export OUT_DIR [--t2o TORCH2ONNX] [NAME...]
+                       # NAME.pt, NAME.onnx (torch2onnx's with --t2o, else torch.onnx.export's), NAME.bB.npy
+    /usr/bin/python3 bench/models.py list                        # the default NAME@BATCH list
     /usr/bin/python3 bench/models.py time MODEL.pt INPUT.npy THREADS ITERS [OUT.npy]
     /usr/bin/python3 bench/models.py export-time OUT_DIR NAME REPEATS  # torch.onnx.export, median of REPEATS
 
-torchvision architectures with random weights (nothing is downloaded). `export` prints how long
+torchvision CNNs and ViT-B/16, a BERT-base-sized nn.TransformerEncoder, a GPT-style decoder and a
+2-layer LSTM, all with random weights (nothing is downloaded). `export` prints how long
 torch.onnx.export took per model, as JSON lines; `time` prints PyTorch's latency as one JSON line. `export-time` times torch.onnx.export in this
 process (torch already imported), from the eager model and from the saved TorchScript file.
 """
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -18,33 +22,126 @@ import numpy as np
 import torch
 import torchvision
 
+class Gpt(torch.nn.Module):
+    """A GPT-style decoder: token and position embeddings, pre-norm blocks with causal
+    self-attention and a GELU MLP, a tied LM head."""
+
+    def __init__(self, vocab=8192, d=512, heads=8, layers=6, ctx=1024):
+        super().__init__()
+        self.tok = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Embedding(ctx, d)
+        self.blocks = torch.nn.ModuleList(GptBlock(d, heads) for _ in range(layers))
+        self.norm = torch.nn.LayerNorm(d)
+
+    def forward(self, tokens):
+        pos = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.tok(tokens) + self.pos(pos)
+        for b in self.blocks:
+            x = b(x)
+        return self.norm(x) @ self.tok.weight.t()
+
+
+class GptBlock(torch.nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.fc, self.out = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (d // self.heads) ** 0.5)
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x))))
+
+
+class Lstm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(512, 512, 2)
+
+    def forward(self, input):
+        return self.rnn(input)[0]
+
+
+def bert():
+    layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, activation="gelu", batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, 12, enable_nested_tensor=False)
+    # The encoder starts as 12 copies of one layer: give each its own weights, as a trained one has.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.02)
+    return model
+
+
+# name: (model, example input for batch B, how to capture it, the input's name)
 MODELS = {
-    "resnet18": lambda: torchvision.models.resnet18(weights=None),
-    "resnet50": lambda: torchvision.models.resnet50(weights=None),
-    "mobilenet_v2": lambda: torchvision.models.mobilenet_v2(weights=None),
+    "resnet18": (lambda: torchvision.models.resnet18(weights=None), lambda b: torch.randn(b, 3, 224, 224), "trace", "x"),
+    "resnet50": (lambda: torchvision.models.resnet50(weights=None), lambda b: torch.randn(b, 3, 224, 224), "trace", "x"),
+    "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(weights=None), lambda b: torch.randn(b, 3, 224, 224), "trace", "x"),
+    # BERT-base-sized encoder on embeddings: 12 layers, hidden 768, 12 heads, seq 128
+    "bert": (bert, lambda b: torch.randn(b, 128, 768), "trace", "src"),
+    "vit_b_16": (lambda: torchvision.models.vit_b_16(weights=None), lambda b: torch.randn(b, 3, 224, 224), "trace", "x"),
+    # causal decoder over 256 tokens
+    "gpt": (Gpt, lambda b: torch.randint(0, 8192, (b, 256)), "script", "tokens"),
+    # 2-layer LSTM, hidden 512, 100 steps (time first)
+    "lstm": (Lstm, lambda b: torch.randn(100, b, 512), "script", "input"),
 }
+# Models benchmarked by default and at which batch sizes (BERT/ViT/GPT at 8 take seconds a run).
+DEFAULT = ["resnet18", "resnet50", "mobilenet_v2", "bert", "vit_b_16", "gpt", "lstm"]
+BATCHES = {"lstm": (1, 8), "bert": (1, 8), "resnet50": (1, 8)}
 
 
-def export(out, names):
-    os.makedirs(out, exist_ok=True)
+def batch_axis(name):
+    return 1 if name == "lstm" else 0
+
+
+def capture(name, batch=1):
+    make, example, how, input_name = MODELS[name]
     torch.manual_seed(0)
-    x = torch.randn(1, 3, 224, 224)
-    np.save(os.path.join(out, "input.npy"), x.numpy())
-    for name in names or MODELS:
-        model = MODELS[name]().eval()
-        traced = torch.jit.trace(model, (x,))
-        traced.save(os.path.join(out, name + ".pt"))
+    model = make().eval()
+    x = example(batch)
+    with torch.no_grad():
+        ts = torch.jit.trace(model, (x,)) if how == "trace" else torch.jit.script(model)
+    return model, ts, x, input_name
+
+
+def export(out, names, t2o=None):
+    """NAME.pt, NAME.onnx and NAME.bB.npy inputs for each batch size. With t2o (the torch2onnx
+    binary) the ONNX file is torch2onnx's conversion, batch axis dynamic; else torch.onnx.export's
+    at opset 13 (static shapes, batch 1 only)."""
+    os.makedirs(out, exist_ok=True)
+    for name in names or DEFAULT:
+        model, ts, x, input_name = capture(name)
+        ts.save(os.path.join(out, name + ".pt"))
+        for b in BATCHES.get(name, (1,)):
+            torch.manual_seed(1)
+            np.save(os.path.join(out, f"{name}.b{b}.npy"), MODELS[name][1](b).numpy())
+        onnx_path = os.path.join(out, name + ".onnx")
         t0 = time.perf_counter()
-        torch.onnx.export(model, (x,), os.path.join(out, name + ".onnx"), opset_version=13,
-                          input_names=["image"], output_names=["logits"])
+        if t2o:
+            dims = "x".join(str(d) for d in x.shape)
+            dtype = {torch.float32: "f32", torch.int64: "i64"}[x.dtype]
+            subprocess.run([t2o, "convert", os.path.join(out, name + ".pt"), "-o", onnx_path, "--quiet",
+                            "--input", f"{input_name}:{dims}:{dtype}",
+                            "--dynamic", f"{input_name}:{batch_axis(name)}=batch"], check=True)
+            key = "t2o_convert_s"
+        else:
+            with torch.no_grad():
+                torch.onnx.export(model, (x,), onnx_path, opset_version=13, input_names=[input_name])
+            key = "torch_onnx_export_s"
         secs = time.perf_counter() - t0
-        print(json.dumps({"model": name, "torch_onnx_export_s": round(secs, 3)}), flush=True)
+        print(json.dumps({"model": name, key: round(secs, 3)}), flush=True)
 
 
 def export_time(out, name, repeats):
-    torch.manual_seed(0)
-    x = torch.randn(1, 3, 224, 224)
-    model = MODELS[name]().eval()
+    model, _, x, _ = capture(name)
     # Wall and CPU seconds (CPU time is the steadier measure on a shared machine).
     eager, script, eager_cpu, script_cpu = [], [], [], []
     for _ in range(int(repeats)):
@@ -81,7 +178,13 @@ def time_model(pt, inp, threads, iters, out=None):
 
 if __name__ == "__main__":
     if sys.argv[1] == "export":
-        export(sys.argv[2], sys.argv[3:])
+        args = sys.argv[3:]
+        t2o = None
+        if args[:1] == ["--t2o"]:
+            t2o, args = args[1], args[2:]
+        export(sys.argv[2], args, t2o)
+    elif sys.argv[1] == "list":
+        print(" ".join(f"{n}@{b}" for n in DEFAULT for b in BATCHES.get(n, (1,))))
     elif sys.argv[1] == "export-time":
         export_time(*sys.argv[2:])
     elif sys.argv[1] == "time":

@@ -1,5 +1,6 @@
 // Times a model in ONNX Runtime:  node ort_bench.js MODEL.onnx INPUT.npy THREADS ITERS [OUT.npy]
-// Graph optimizations on, sequential execution, intra-op threads = THREADS. Prints one JSON line.
+// Graph optimizations on, sequential execution, intra-op threads = THREADS. Prints one JSON line
+// (fields as t2o_bench's).
 // ORT_NO_SPIN=1 turns off ORT's spinning thread pool (session.intra_op.allow_spinning=0), the
 // counterpart of OMP_WAIT_POLICY=passive that t2o_bench uses; the default is ORT's own (spinning).
 'use strict';
@@ -8,6 +9,7 @@ const ort = loadOrt();
 
 async function main() {
   const [model, input, threads, iters, out] = process.argv.slice(2);
+  const rss0 = process.memoryUsage().rss / 1048576;  // peak growth over this: as rss_mb in t2o_bench.cpp
   const t0 = process.hrtime.bigint();
   const s = await ort.InferenceSession.create(model, {
     graphOptimizationLevel: 'all', executionMode: 'sequential',
@@ -29,6 +31,7 @@ async function main() {
   const cpuMs = (cpu.user + cpu.system) / 1e3 / Number(iters);
   ms.sort((a, b) => a - b);
   if (out) writeNpy(out, r[s.outputNames[0]]);
-  console.log(JSON.stringify({ median_ms: ms[ms.length >> 1], min_ms: ms[0], cpu_ms: cpuMs, build_ms: buildMs }));
+  console.log(JSON.stringify({ median_ms: ms[ms.length >> 1], min_ms: ms[0], cpu_ms: cpuMs,
+    rss_mb: process.resourceUsage().maxRSS / 1024 - rss0, build_ms: buildMs }));
 }
 main().catch(e => { console.error('error: ' + (e && e.message || e)); process.exit(3); });
