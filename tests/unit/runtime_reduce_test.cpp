@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <random>
 
@@ -84,6 +85,31 @@ TEST(RuntimeReduce, SoftmaxFamily) {
   double sum = 0;
   for (int i = 0; i < 6; ++i) sum += y11.as_double(i);
   EXPECT_NEAR(sum, 1.0, 1e-5);
+}
+
+// Masked scores (-inf, -1e30) and scores far below the row's max give exact zeros, never
+// subnormal probabilities (which make a following matmul many times slower), on rows long
+// enough for the vector loops and along a strided axis.
+TEST(RuntimeReduce, SoftmaxMaskedScoresAreExactZeros) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> row;
+  for (int j = 0; j < 40; ++j) row.push_back(j % 4 == 0 ? -inf : j % 4 == 1 ? -1e30f : -0.5f * j * j / 8);
+  row[2] = 3.0f;
+  for (int64_t axis : {1, 0}) {
+    Tensor x = Tensor::from_vector<float>(row, axis == 1 ? Dims{1, 40} : Dims{40, 1});
+    std::vector<In> ins{{"x", x}};
+    auto ref = run(one_node("Softmax", ins, {Attribute::make_int("axis", axis)}), ins, false)[0];
+    auto y = run(one_node("Softmax", ins, {Attribute::make_int("axis", axis)}), ins, true)[0];
+    double sum = 0;
+    for (int j = 0; j < 40; ++j) {
+      float v = y.data<float>()[j];
+      sum += v;
+      EXPECT_TRUE(v == 0.0f || v >= std::numeric_limits<float>::min()) << "subnormal at " << j << ": " << v;
+      if (j % 4 < 2) EXPECT_EQ(v, 0.0f) << "masked score at " << j;
+      EXPECT_NEAR(v, ref.data<float>()[j], 1e-6) << "at " << j;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-6);
+  }
 }
 
 TEST(RuntimeReduce, SoftmaxDifferentialRandomShapes) {

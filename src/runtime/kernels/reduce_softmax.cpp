@@ -23,13 +23,16 @@ namespace {
 
 // exp(x) for x <= 0 (callers pass x - max), written with plain arithmetic so the row loops
 // vectorize (no libm call): x = k*ln2 + r, |r| <= ln2/2, exp(r) by a degree-7 Taylor polynomial
-// (relative error < 1e-7), times 2^k. The clamp at -87 compares the bit patterns as unsigned
-// integers (negative floats order that way): a float compare-and-select would not vectorize
-// under the default -ftrapping-math.
+// (relative error < 1e-7), times 2^k. Below -87 the result is 0: exp leaves float's normal
+// range there, and subnormal probabilities (masked attention scores, -inf) would make the next
+// matmul run at a fraction of its speed (a causal decoder's attention·V took 30x as long). The
+// test compares bit patterns as unsigned integers (negative floats order that way): a float
+// compare-and-select would not vectorize under the default -ftrapping-math.
 inline float exp_vec(float x) {
   uint32_t ub;
   std::memcpy(&ub, &x, 4);
   const uint32_t lim = 0xC2AE0000u;  // bits of -87.0f
+  const uint32_t keep = ub > lim ? 0u : ~0u;
   ub = ub > lim ? lim : ub;
   std::memcpy(&x, &ub, 4);
   const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
@@ -49,7 +52,21 @@ inline float exp_vec(float x) {
   int32_t bits = (k + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
-  return p * scale;
+  float e = p * scale;
+  uint32_t eb;
+  std::memcpy(&eb, &e, 4);
+  eb &= keep;
+  std::memcpy(&e, &eb, 4);
+  return e;
+}
+
+// Probabilities below float's normal range are 0 (see exp_vec), by the same bit-pattern test.
+inline float flush_tiny(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  b = b < 0x00800000u ? 0u : b;
+  std::memcpy(&v, &b, 4);
+  return v;
 }
 
 template <typename T>
@@ -150,7 +167,7 @@ void softmax_rows_fast(SoftKind kind, const float* x, float* y, int64_t rows, in
       for (float v : part) s += v;
       if (kind == SoftKind::Softmax) {
         float inv = 1.0f / s;
-        for (int64_t i = 0; i < n; ++i) yp[i] *= inv;
+        for (int64_t i = 0; i < n; ++i) yp[i] = flush_tiny(yp[i] * inv);
       } else {
         float ls = std::log(s) + m;
         for (int64_t i = 0; i < n; ++i) yp[i] = xp[i] - ls;
@@ -187,7 +204,7 @@ void softmax_strided_fast(SoftKind kind, const float* x, float* y, int64_t outer
       if (kind == SoftKind::Softmax) {
         for (float& v : s) v = 1.0f / v;
         for (int64_t j = 0; j < n; ++j)
-          for (int64_t i = 0; i < inner; ++i) yo[j * inner + i] *= s[static_cast<size_t>(i)];
+          for (int64_t i = 0; i < inner; ++i) yo[j * inner + i] = flush_tiny(yo[j * inner + i] * s[static_cast<size_t>(i)]);
       } else {
         for (int64_t i = 0; i < inner; ++i) s[static_cast<size_t>(i)] = std::log(s[static_cast<size_t>(i)]) + m[static_cast<size_t>(i)];
         for (int64_t j = 0; j < n; ++j)
