@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -94,6 +95,60 @@ class Fuser {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (auto it = replace.find(i); it != replace.end()) nodes.push_back(std::move(it->second));
       else if (!dead[i]) nodes.push_back(std::move(g_.nodes[i]));
+    }
+    g_.nodes = std::move(nodes);
+    add_domain();
+    return fused;
+  }
+
+  // MatMul with a constant 2-D float B, whose result only a bias Add reads (a constant of N
+  // values), then optionally the erf GELU: FusedMatMul, one oneDNN matmul with the bias and the
+  // GELU applied as it stores. Returns how many nodes were folded in.
+  int fuse_matmuls() {
+    int fused = 0;
+    dead_.assign(g_.nodes.size(), false);
+    std::map<size_t, Node> replace;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& mm = g_.nodes[i];
+      if (dead_[i] || mm.op_type != "MatMul" || !default_domain(mm) || mm.inputs.size() != 2 || mm.outputs.size() != 1)
+        continue;
+      const Tensor* w = constant(mm.inputs[1]);
+      if (!w || w->dtype() != DType::Float || w->rank() != 2) continue;
+      auto ar = only_reader(mm.outputs[0]);
+      if (!ar) continue;
+      const Node& add = g_.nodes[*ar];
+      if (add.op_type != "Add" || !default_domain(add) || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
+      const std::string& other = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
+      const Tensor* b = constant(other);
+      if (!b || b->dtype() != DType::Float || b->numel() != w->dim(1) || b->rank() < 1 ||
+          b->dim(-1) != w->dim(1))
+        continue;
+      std::vector<size_t> chain{*ar};
+      std::string out = add.outputs[0];
+      bool gelu = false;
+      if (auto g = match_gelu(out)) {
+        gelu = true;
+        out = g_.nodes[g->back()].outputs[0];
+        chain.insert(chain.end(), g->begin(), g->end());
+      }
+      Node f;
+      f.name = mm.name;
+      f.doc_string = mm.doc_string;
+      f.op_type = "FusedMatMul";
+      f.domain = kInternalDomain;
+      f.inputs = {mm.inputs[0], mm.inputs[1], other};
+      f.outputs = {out};
+      if (gelu) f.set_attr(Attribute::make_string("activation", "gelu"));
+      dead_[i] = true;
+      for (size_t j : chain) dead_[j] = true;
+      replace[*std::max_element(chain.begin(), chain.end())] = std::move(f);
+      fused += static_cast<int>(chain.size());
+    }
+    if (!fused) return 0;
+    std::vector<Node> nodes;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (auto it = replace.find(i); it != replace.end()) nodes.push_back(std::move(it->second));
+      else if (!dead_[i]) nodes.push_back(std::move(g_.nodes[i]));
     }
     g_.nodes = std::move(nodes);
     add_domain();
@@ -270,6 +325,63 @@ class Fuser {
     return std::nullopt;
   }
 
+  // A float constant holding the single value v (to 1e-6 relative).
+  bool is_scalar(const std::string& name, float v) const {
+    const Tensor* t = constant(name);
+    return t && t->dtype() == DType::Float && t->numel() == 1 && std::fabs(t->data<float>()[0] - v) <= 1e-6f * std::fabs(v);
+  }
+  // The node at `i` if it is a live default-domain `op` with two inputs and one output.
+  const Node* binary(size_t i, const char* op) const {
+    const Node& n = g_.nodes[i];
+    if (is_dead(i) || n.op_type != op || !default_domain(n) || n.inputs.size() != 2 || n.outputs.size() != 1) return nullptr;
+    return &n;
+  }
+  // The input of binary node n that is not `v` (n reads v once).
+  static const std::string* other_input(const Node& n, const std::string& v) {
+    if (n.inputs[0] == v && n.inputs[1] != v) return &n.inputs[1];
+    if (n.inputs[1] == v && n.inputs[0] != v) return &n.inputs[0];
+    return nullptr;
+  }
+
+  // The erf GELU of x as exported: x/√2 (or x·(1/√2)) -> Erf -> +1, times x, times 0.5 (the
+  // halving first or last). Returns its five nodes, the result's producer last.
+  std::optional<std::vector<size_t>> match_gelu(const std::string& x) const {
+    if (pinned_.count(x)) return std::nullopt;
+    auto it = readers_.find(x);
+    if (it == readers_.end() || it->second.size() != 2) return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      size_t di = it->second[static_cast<size_t>(k)], mi = it->second[static_cast<size_t>(1 - k)];
+      const Node* d = binary(di, "Div");
+      bool scaled = d && d->inputs[0] == x && is_scalar(d->inputs[1], 1.41421356f);
+      if (!scaled) {
+        d = binary(di, "Mul");
+        const std::string* c = d ? other_input(*d, x) : nullptr;
+        scaled = c && is_scalar(*c, 0.70710678f);
+      }
+      if (!scaled) continue;
+      auto ei = only_reader(d->outputs[0]);
+      if (!ei || g_.nodes[*ei].op_type != "Erf" || !default_domain(g_.nodes[*ei])) continue;
+      auto ai = only_reader(g_.nodes[*ei].outputs[0]);
+      const Node* a = ai ? binary(*ai, "Add") : nullptr;
+      const std::string* one = a ? other_input(*a, g_.nodes[*ei].outputs[0]) : nullptr;
+      if (!one || !is_scalar(*one, 1.0f)) continue;
+      const std::string& t = a->outputs[0];  // 1 + erf(x/√2)
+      const Node* m1 = binary(mi, "Mul");
+      const std::string* m1_other = m1 ? other_input(*m1, x) : nullptr;
+      if (!m1_other) continue;
+      auto m2i = only_reader(m1->outputs[0]);
+      const Node* m2 = m2i ? binary(*m2i, "Mul") : nullptr;
+      const std::string* m2_other = m2 ? other_input(*m2, m1->outputs[0]) : nullptr;
+      if (!m2_other) continue;
+      // x·t then ·0.5, or x·0.5 then ·t; t read only there.
+      bool last_half = *m1_other == t && is_scalar(*m2_other, 0.5f) && only_reader(t) == mi;
+      bool first_half = is_scalar(*m1_other, 0.5f) && *m2_other == t && only_reader(t) == *m2i;
+      if (!last_half && !first_half) continue;
+      return std::vector<size_t>{di, *ei, *ai, mi, *m2i};
+    }
+    return std::nullopt;
+  }
+
   const Tensor* constant(const std::string& name) const {
     if (const Initializer* init = g_.find_initializer(name)) {
       // An initializer that is also a graph input may be overridden at run time.
@@ -409,6 +521,7 @@ int fuse_quant_dequant(Model& m) {
 int optimize_for_runtime(Model& m) {
   int fused = fold_constant_dequantize(m);
   fused += fuse_quant_dequant(m);
+  fused += Fuser(m).fuse_matmuls();
   fused += Fuser(m).run();
   // A fresh analysis: fusion renumbered the nodes.
   return fused + Fuser(m).block_layouts(kern::channel_block());

@@ -297,3 +297,80 @@ TEST(RuntimeFusion, BlockedChainsMatchReference) {
 }
 
 }  // namespace
+
+// MatMul + bias Add (+ the erf GELU in each exported form) becomes one FusedMatMul whose result
+// matches the unfused reference; a GELU chain that is not exactly GELU, or a bias that is not a
+// row of N values, stays as it is.
+namespace {
+
+Model matmul_model(const Dims& a, int64_t n, int gelu_form, std::mt19937& g, bool row_bias = true) {
+  Builder b;
+  b.input("a", a);
+  b.init("w", random_uniform(g, {a.back(), n}));
+  b.init("bias", row_bias ? random_uniform(g, {n}) : random_uniform(g, {a[a.size() - 2], n}));
+  b.init("sqrt2", Tensor::from_vector<float>({1.4142135f}, {}));
+  b.init("rsqrt2", Tensor::from_vector<float>({0.70710678f}, {}));
+  b.init("one", Tensor::from_vector<float>({1.0f}, {}));
+  b.init("half", Tensor::from_vector<float>({0.5f}, {}));
+  b.init("third", Tensor::from_vector<float>({0.33f}, {}));
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    Node n;
+    n.op_type = op;
+    n.name = out;
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    b.add(n);
+  };
+  node("MatMul", {"a", "w"}, "mm");
+  node("Add", {"bias", "mm"}, "x");
+  std::string y = "x";
+  if (gelu_form > 0) {
+    if (gelu_form == 1 || gelu_form == 3) node("Div", {"x", "sqrt2"}, "d");
+    else node("Mul", {"rsqrt2", "x"}, "d");
+    node("Erf", {"d"}, "e");
+    node("Add", {"e", "one"}, "t");
+    if (gelu_form == 1) {  // x * t * 0.5
+      node("Mul", {"x", "t"}, "m1");
+      node("Mul", {"m1", "half"}, "y");
+    } else if (gelu_form == 2) {  // (0.5 * x) * t
+      node("Mul", {"half", "x"}, "m1");
+      node("Mul", {"t", "m1"}, "y");
+    } else {  // not GELU: 0.33 instead of 0.5
+      node("Mul", {"x", "t"}, "m1");
+      node("Mul", {"m1", "third"}, "y");
+    }
+    y = "y";
+  }
+  b.output(y);
+  return b.m;
+}
+
+}  // namespace
+
+TEST(RuntimeFusion, MatMulBiasGeluMatchesReference) {
+  std::mt19937 g(21);
+  for (int form = 0; form < 4; ++form)
+    for (const Dims& a : {Dims{5, 7}, Dims{2, 3, 16}, Dims{1, 33, 40}}) {
+      int64_t n = 1 + g() % 50;
+      Model m = matmul_model(a, n, form, g);
+      Graph r = rewritten(m);
+      SCOPED_TRACE("form " + std::to_string(form) + " a " + dims_to_string(a));
+      EXPECT_EQ(count_op(r, "FusedMatMul"), 1);
+      EXPECT_EQ(count_op(r, "Erf"), form == 3 ? 1 : 0);  // the not-GELU chain stays
+      EXPECT_EQ(count_op(r, "MatMul"), 0);
+      std::map<std::string, RValue> feeds{{"a", random_uniform(g, a, -2.0f, 2.0f)}};
+      std::string y = form == 0 ? "x" : "y";
+      Tensor ref = run(m, false, feeds, 1).at(y).tensor, fast = run(m, true, feeds, 2).at(y).tensor;
+      ASSERT_EQ(ref.dims(), fast.dims());
+      for (int64_t i = 0; i < ref.numel(); ++i)
+        EXPECT_NEAR(ref.data<float>()[i], fast.data<float>()[i], 1e-4 * std::max(1.0f, std::fabs(ref.data<float>()[i])));
+    }
+}
+
+TEST(RuntimeFusion, MatMulWithFullBiasStays) {
+  std::mt19937 g(22);
+  Model m = matmul_model({4, 6}, 5, 1, g, false);
+  Graph r = rewritten(m);
+  EXPECT_EQ(count_op(r, "FusedMatMul"), 0);
+  EXPECT_EQ(count_op(r, "MatMul"), 1);
+}

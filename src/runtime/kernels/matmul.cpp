@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "runtime/kernels/matmul_util.h"
+#include "runtime/optimize.h"
 
 namespace t2o::kern {
 namespace {
@@ -87,13 +88,17 @@ bool batch_is_simple(const MatmulShape& s) {
   return (s.batch_a == nb && (s.batch_b == nb || s.batch_b == 1)) || (s.batch_a == 1 && s.batch_b == nb);
 }
 
+// MatMul, and the runtime's FusedMatMul (optimize.h): MatMul with a constant 2-D B, plus a bias
+// of N values (input 2), then optionally the erf GELU (attribute activation = "gelu").
 class MatMulKernel : public OpKernel {
  public:
   explicit MatMulKernel(const KernelInfo& info) {
+    fused_ = info.node.op_type == "FusedMatMul";
+    gelu_ = fused_ && info.node.attr_string("activation", "") == "gelu";
     if (info.fast_paths) {
       const Tensor* b = info.constant_input(1);
       bool packable = b && b->rank() == 2 && b->dtype() == DType::Float;
-      dnnl_ = dnnl_matmul_make(false, false, 1.0f, packable ? b : nullptr);
+      dnnl_ = dnnl_matmul_make(false, false, 1.0f, packable ? b : nullptr, gelu_);
       if (packable) const_b_ = *b;
     }
   }
@@ -102,9 +107,12 @@ class MatMulKernel : public OpKernel {
     const Tensor& B = ctx.input(1);
     if (A.dtype() != B.dtype()) ctx.fail("A and B have different element types");
     MatmulShape s = matmul_shape(ctx, A.dims(), B.dims());
+    const Tensor* bias = fused_ && ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    if (bias && (bias->dtype() != A.dtype() || bias->numel() != s.N || B.rank() != 2))
+      ctx.fail("FusedMatMul needs a 2-D B and a bias of N values of A's type");
     Tensor& Y = ctx.allocate_output_uninit(0, A.dtype(), s.out);
     if (Y.numel() == 0) return;
-    if (dnnl_ && A.dtype() == DType::Float && s.K > 0 && batch_is_simple(s)) {
+    if (dnnl_ && A.dtype() == DType::Float && s.K > 0 && batch_is_simple(s) && (!fused_ || s.batch_b == 1)) {
       bool const_b = const_b_.defined() && B.same_storage(const_b_);
       int64_t M = s.M, ba = s.batch_a, bb = s.batch_b;
       if (bb == 1) {  // fold A's batch into rows
@@ -112,18 +120,34 @@ class MatMulKernel : public OpKernel {
         ba = 1;
       }
       const float* bp = B.data<float>();
-      if (dnnl_matmul_run(*dnnl_, ba, bb, M, s.K, s.N, A.data<float>(), const_b ? nullptr : bp, nullptr, 0.0f,
-                          Y.data<float>()))
+      if (dnnl_matmul_run(*dnnl_, ba, bb, M, s.K, s.N, A.data<float>(), const_b ? nullptr : bp,
+                          bias ? bias->data<float>() : nullptr, 0.0f, Y.data<float>()))
         return;
     }
     dispatch_dtype(A.dtype(), [&](auto t) {
       using T = decltype(t);
-      if constexpr (std::is_same_v<T, bool>) ctx.fail("does not support bool");
-      else matmul_ref<T>(s, A.data<T>(), B.data<T>(), Y.data<T>());
+      if constexpr (std::is_same_v<T, bool>) {
+        ctx.fail("does not support bool");
+      } else {
+        matmul_ref<T>(s, A.data<T>(), B.data<T>(), Y.data<T>());
+        if (!fused_) return;
+        if constexpr (!std::is_floating_point_v<T>) {
+          ctx.fail("FusedMatMul runs float and double only");
+        } else {
+        T* y = Y.data<T>();
+        const T* b = bias ? bias->data<T>() : nullptr;
+        for (int64_t i = 0; i < Y.numel(); ++i) {
+          double v = static_cast<double>(y[i]) + (b ? static_cast<double>(b[i % s.N]) : 0.0);
+          if (gelu_) v = 0.5 * v * (1.0 + std::erf(v * 0.7071067811865476));
+          y[i] = static_cast<T>(v);
+        }
+        }
+      }
     });
   }
 
  private:
+  bool fused_ = false, gelu_ = false;
   Tensor const_b_;
   std::shared_ptr<DnnlMatmul> dnnl_;
 };
@@ -222,6 +246,7 @@ namespace t2o {
 
 void register_matmul_kernels(KernelRegistry& r) {
   r.add("", "MatMul", 1, factory_of<kern::MatMulKernel>());
+  r.add(kInternalDomain, "FusedMatMul", 1, factory_of<kern::MatMulKernel>());
   r.add("", "Gemm", 1, factory_of<kern::GemmKernel>());
   kern::register_matmul_extra_kernels(r);
 }

@@ -30,6 +30,7 @@ dnnl::engine& cpu_engine() {
 struct DnnlMatmul {
   bool trans_a = false, trans_b = false;
   float alpha = 1.0f;
+  bool gelu = false;
   Tensor const_b;  // 2-D, as stored (K x N, or N x K when trans_b); undefined when B is an input
   struct Prim {
     dnnl::matmul prim;
@@ -72,11 +73,13 @@ std::shared_ptr<memory> packed_b(DnnlMatmul& m, const memory::desc& want, int64_
 
 }  // namespace
 
-std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b) {
+std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b,
+                                             bool gelu) {
   auto m = std::make_shared<DnnlMatmul>();
   m->trans_a = trans_a;
   m->trans_b = trans_b;
   m->alpha = alpha;
+  m->gelu = gelu;
   if (const_b && const_b->dtype() == DType::Float && const_b->rank() == 2 && const_b->numel() > 0) {
     m->const_b = *const_b;
     // Pack at session build for a typical row count; the layout depends on K and N, so later
@@ -131,9 +134,10 @@ bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M,
       // Our scratchpad, not oneDNN's per-thread one: the primitive may run on any thread.
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       if (m.alpha != 1.0f) attr.set_output_scales(0, {m.alpha});
-      if (beta_sum != 0.0f) {
+      if (beta_sum != 0.0f || m.gelu) {
         dnnl::post_ops po;
-        po.append_sum(beta_sum);
+        if (beta_sum != 0.0f) po.append_sum(beta_sum);
+        if (m.gelu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
         attr.set_post_ops(po);
       }
       auto d = bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);

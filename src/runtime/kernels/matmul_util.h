@@ -16,9 +16,11 @@ struct MatmulShape {
 };
 MatmulShape matmul_shape(const KernelContext& ctx, const Dims& a0, const Dims& b0);
 
-// oneDNN float matmul (matmul_dnnl.cpp). A constant 2-D B is packed at creation.
+// oneDNN float matmul (matmul_dnnl.cpp). A constant 2-D B is packed at creation. `gelu` applies
+// the erf GELU to the result (after the bias), as FusedMatMul asks.
 struct DnnlMatmul;
-std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b);
+std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b,
+                                             bool gelu = false);
 // C[batch, M, N] = alpha * op(A) op(B) (+ bias[N]) (+ beta_sum * C). A has batch_a (1 or batch)
 // matrices, B batch_b (1 or batch); the constant B is used when b is null. Returns false when
 // oneDNN rejects the configuration (the caller then runs the reference kernel).
