@@ -404,6 +404,9 @@ void value_info_to_proto(const ValueInfo& v, onnx::ValueInfoProto* p) {
 // ---------------- graphs ----------------
 struct Reader {
   std::string base_dir;
+  // Frees each initializer's bytes in the proto once copied out (the caller's proto is
+  // scratch): loading then holds the weights about once instead of twice.
+  bool release = false;
 
   SparseTensor sparse(const onnx::SparseTensorProto& p) {
     SparseTensor s;
@@ -473,8 +476,10 @@ struct Reader {
     for (const auto& v : p.input()) g.inputs.push_back(value_info_from_proto(v));
     for (const auto& v : p.output()) g.outputs.push_back(value_info_from_proto(v));
     for (const auto& v : p.value_info()) g.value_info.push_back(value_info_from_proto(v));
-    for (const auto& t : p.initializer())
+    for (const auto& t : p.initializer()) {
       g.initializers.push_back(Initializer{t.name(), tensor_from_proto(t, base_dir), t.doc_string()});
+      if (release) std::string().swap(*const_cast<onnx::TensorProto&>(t).mutable_raw_data());
+    }
     for (const auto& s : p.sparse_initializer()) g.sparse_initializers.push_back(sparse(s));
     return g;
   }
@@ -537,8 +542,10 @@ struct Writer {
 
 }  // namespace
 
-Model model_from_proto(const onnx::ModelProto& p, const std::string& base_dir) {
-  Reader r{base_dir};
+namespace {
+
+Model build_model(const onnx::ModelProto& p, const std::string& base_dir, bool release) {
+  Reader r{base_dir, release};
   Model m;
   m.ir_version = p.ir_version();
   for (const auto& o : p.opset_import()) m.opset_import.push_back({o.domain(), o.version()});
@@ -564,6 +571,10 @@ Model model_from_proto(const onnx::ModelProto& p, const std::string& base_dir) {
   m.graph = r.graph(p.graph());
   return m;
 }
+
+}  // namespace
+
+Model model_from_proto(const onnx::ModelProto& p, const std::string& base_dir) { return build_model(p, base_dir, false); }
 
 void model_to_proto(const Model& m, onnx::ModelProto& p) {
   Writer w;
@@ -620,11 +631,13 @@ std::string why_not_a_model(const onnx::ModelProto& p) {
 }
 }  // namespace
 
-Model load_model_from_bytes(const std::string& bytes, const std::string& base_dir, const std::string& what) {
+namespace {
+
+// The checked parse of a whole model file's bytes into `proto`.
+void parse_model(const std::string& bytes, onnx::ModelProto& proto, const std::string& what) {
   if (bytes.empty()) throw InputError(what + " is empty");
   if (bytes.size() > static_cast<size_t>(INT32_MAX))
     throw InputError(what + " is over 2 GB; ONNX files that large must keep weights as external data");
-  onnx::ModelProto proto;
   if (!parse_model_bytes(bytes, proto)) {
     char c = bytes[0];
     std::string hint = (c == '{' || c == '[') ? " (it looks like JSON)" : (c == 'P' && bytes.size() > 1 && bytes[1] == 'K') ? " (it looks like a zip archive, e.g. a TorchScript .pt)" : "";
@@ -632,17 +645,35 @@ Model load_model_from_bytes(const std::string& bytes, const std::string& base_di
   }
   std::string why = why_not_a_model(proto);
   if (!why.empty()) throw InputError(what + " is not an ONNX model: " + why);
+}
+
+// The model of a parsed proto that is scratch (its weights are freed as they are copied out).
+Model take_model(onnx::ModelProto& proto, const std::string& base_dir, const std::string& what) {
   try {
-    return model_from_proto(proto, base_dir);
+    return build_model(proto, base_dir, true);
   } catch (const InputError& e) {
     throw InputError(what + ": " + e.what(), e.hint());
   }
 }
 
+}  // namespace
+
+Model load_model_from_bytes(const std::string& bytes, const std::string& base_dir, const std::string& what) {
+  onnx::ModelProto proto;
+  parse_model(bytes, proto, what);
+  return take_model(proto, base_dir, what);
+}
+
 Model load_model(const std::string& path) {
-  std::string bytes = read_file(path, "model file");
   fs::path parent = fs::path(path).parent_path();
-  return load_model_from_bytes(bytes, parent.empty() ? "." : parent.string(), "'" + path + "'");
+  std::string what = "'" + path + "'";
+  onnx::ModelProto proto;
+  {
+    // The file's bytes go before the weights are copied out of the proto.
+    std::string bytes = read_file(path, "model file");
+    parse_model(bytes, proto, what);
+  }
+  return take_model(proto, parent.empty() ? "." : parent.string(), what);
 }
 
 std::string save_model_to_bytes(const Model& model) {
