@@ -19,7 +19,7 @@ cmake --build "$BUILD" --target t2o_bench torch2onnx >/dev/null
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem/{print $2}') GiB"
 if [ "$MODE" = convert ]; then /usr/bin/python3 "$ROOT/bench/models.py" export "$WORK" resnet50 >/dev/null; else
-  /usr/bin/python3 "$ROOT/bench/models.py" export "$WORK" > "$WORK/export.jsonl"; fi
+  /usr/bin/python3 "$ROOT/bench/models.py" export "$WORK" resnet18 resnet50 mobilenet_v2 > "$WORK/export.jsonl"; fi
 field() { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
 maxdiff() { /usr/bin/python3 -c "import numpy as np,sys; a=np.load(sys.argv[1]); b=np.load(sys.argv[2]); print(f'{float(np.abs(a-b).max()):.2e}')" "$1" "$2"; }
 
@@ -29,9 +29,9 @@ echo "| model | threads | t2o ms | ORT ms | PyTorch ms | t2o/ORT | t2o/PyTorch |
 echo "|---|---|---|---|---|---|---|---|"
 for m in resnet18 resnet50 mobilenet_v2; do
   for t in 1 2; do
-    ours=$("$BUILD/t2o_bench" "$WORK/$m.onnx" "$WORK/input.npy" "$t" "$ITERS" "$WORK/$m.t2o.npy" | field median_ms)
-    ort=$(node "$ROOT/bench/ort_bench.js" "$WORK/$m.onnx" "$WORK/input.npy" "$t" "$ITERS" "$WORK/$m.ort.npy" | field median_ms)
-    pt=$(/usr/bin/python3 "$ROOT/bench/models.py" time "$WORK/$m.pt" "$WORK/input.npy" "$t" "$ITERS" | field median_ms)
+    ours=$("$BUILD/t2o_bench" "$WORK/$m.onnx" "$WORK/$m.b1.npy" "$t" "$ITERS" "$WORK/$m.t2o.npy" | field median_ms)
+    ort=$(node "$ROOT/bench/ort_bench.js" "$WORK/$m.onnx" "$WORK/$m.b1.npy" "$t" "$ITERS" "$WORK/$m.ort.npy" | field median_ms)
+    pt=$(/usr/bin/python3 "$ROOT/bench/models.py" time "$WORK/$m.pt" "$WORK/$m.b1.npy" "$t" "$ITERS" | field median_ms)
     diff=$(maxdiff "$WORK/$m.t2o.npy" "$WORK/$m.ort.npy")
     printf '| %s | %s | %.1f | %.1f | %.1f | %.2f | %.2f | %s |\n' "$m" "$t" "$ours" "$ort" "$pt" \
       "$(echo "$ours / $ort" | bc -l)" "$(echo "$ours / $pt" | bc -l)" "$diff"
