@@ -53,7 +53,7 @@ class SpinBarrier {
       return;
     }
     for (int spins = 0; gen_.load(std::memory_order_acquire) == gen; ++spins) {
-      if (spins < 100000) _mm_pause();
+      if (spins < 2000) _mm_pause();
       else std::this_thread::yield();
     }
   }
@@ -306,12 +306,10 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
   bool cached = m.constant && !m.panels.empty();
   if (!cached) {
     for (int64_t d = 0; d < D; ++d) {
-      // A constant W is packed by the matmul, which keeps its own copy of the plain one.
+      // A constant W is packed by the matmul, which keeps a view of the plain one: constant
+      // inputs live as long as the session that owns this kernel.
       Tensor wd;
-      if (m.constant) {
-        wd = Tensor::uninitialized(DType::Float, {GH, I});
-        std::copy_n(w.data<float>() + d * GH * I, GH * I, wd.data<float>());
-      }
+      if (m.constant) wd = Tensor::borrow(DType::Float, {GH, I}, const_cast<float*>(w.data<float>()) + d * GH * I);
       proj_v.push_back(dnnl_matmul_make(false, true, 1.0f, m.constant ? &wd : nullptr));
       panels_v.push_back(pack_panels(r.data<float>() + d * GH * H, G, H));
       Buf bs(static_cast<size_t>(GH + H));  // fused bias, then Rbh for the linear-before-reset GRU
