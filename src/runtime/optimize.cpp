@@ -90,15 +90,7 @@ class Fuser {
       replace[last] = std::move(f);
       fused += static_cast<int>(chain.size());
     }
-    if (!fused) return 0;
-    std::vector<Node> nodes;
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (auto it = replace.find(i); it != replace.end()) nodes.push_back(std::move(it->second));
-      else if (!dead[i]) nodes.push_back(std::move(g_.nodes[i]));
-    }
-    g_.nodes = std::move(nodes);
-    add_domain();
-    return fused;
+    return rebuild(replace, fused);
   }
 
   // MatMul with a constant 2-D float B, whose result only a bias Add reads (a constant of N
@@ -144,15 +136,7 @@ class Fuser {
       replace[*std::max_element(chain.begin(), chain.end())] = std::move(f);
       fused += static_cast<int>(chain.size());
     }
-    if (!fused) return 0;
-    std::vector<Node> nodes;
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (auto it = replace.find(i); it != replace.end()) nodes.push_back(std::move(it->second));
-      else if (!dead_[i]) nodes.push_back(std::move(g_.nodes[i]));
-    }
-    g_.nodes = std::move(nodes);
-    add_domain();
-    return fused;
+    return rebuild(replace, fused);
   }
 
   // Channel-blocked activations between convs: a conv whose output some conv reads (as X or as
@@ -239,6 +223,20 @@ class Fuser {
     // Partly filled blocks (padded channels) have jit kernels for 1x1 and depthwise convs.
     bool pointwise = w->dim(2) == 1 && w->dim(3) == 1;
     return (input ? cin_g * group : cout) % blk == 0 || pointwise || depthwise;
+  }
+
+  // The graph without its dead nodes, each fused node where its chain's last node was.
+  // Returns `fused`.
+  int rebuild(std::map<size_t, Node>& replace, int fused) {
+    if (!fused) return 0;
+    std::vector<Node> nodes;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (auto it = replace.find(i); it != replace.end()) nodes.push_back(std::move(it->second));
+      else if (!dead_[i]) nodes.push_back(std::move(g_.nodes[i]));
+    }
+    g_.nodes = std::move(nodes);
+    add_domain();
+    return fused;
   }
 
   static void as_fused(Node& n) {

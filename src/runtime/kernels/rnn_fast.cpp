@@ -375,65 +375,63 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
       const int64_t q0 = P * tid / team, q1 = P * (tid + 1) / team;
       alignas(64) float acc[kMaxRows * 4 * U];
       const float* hrows[kMaxRows];
+      // Runs f(panel, j0, mask, r0, nb) for this thread's panels, then for each chunk of rows.
+      // Panels go in alternating order from pass to pass: a thread's share of R is often a
+      // little larger than its cache, and a pass that starts where the last one ended finds
+      // that end still cached.
+      bool forward = true;
+      auto each_block = [&](auto&& f) {
+        for (int64_t qi = q0; qi < q1; ++qi) {
+          const int64_t q = forward ? qi : q0 + q1 - 1 - qi;
+          const int64_t j0 = q * U;
+          const __mmask16 mask = static_cast<__mmask16>(H - j0 >= U ? 0xFFFF : (1u << (H - j0)) - 1);
+          for (int64_t r0 = 0; r0 < B; r0 += kMaxRows)
+            f(panel0 + q * H * G * U, j0, mask, r0, static_cast<int>(std::min<int64_t>(kMaxRows, B - r0)));
+        }
+        forward = !forward;
+      };
       int cur = 0;
       for (int64_t step = 0; step < steps; ++step) {
         float* h = hbuf.p + cur * B * Hp;
         float* hn = hbuf.p + (1 - cur) * B * Hp;
+        auto y_at = [&](int64_t t, int64_t row, int64_t j0) { return y ? y->data<float>() + y_row(t, d, row) + j0 : nullptr; };
         // First (or only) product: every gate, or z and r for the reset-before-product GRU.
         const int64_t gn = gru ? 2 : G;
-        // Panels in alternating order: a thread's share of R is often a little larger than its
-        // cache, and a pass that starts where the last one ended finds that end still cached.
-        for (int64_t qi = q0; qi < q1; ++qi) {
-          const int64_t q = step % 2 == 0 ? qi : q0 + q1 - 1 - qi;
-          const float* panel = panel0 + q * H * G * U;
-          const int64_t j0 = q * U;
-          const __mmask16 mask = static_cast<__mmask16>(H - j0 >= U ? 0xFFFF : (1u << (H - j0)) - 1);
-          for (int64_t r0 = 0; r0 < B; r0 += kMaxRows) {
-            int nb = static_cast<int>(std::min<int64_t>(kMaxRows, B - r0));
-            for (int k = 0; k < nb; ++k) hrows[k] = h + (r0 + k) * Hp;
-            gemv(panel, H, G, 0, gn, hrows, nb, acc);
-            for (int k = 0; k < nb; ++k) {
-              int64_t row = r0 + k;
-              float* hrow = h + row * Hp + j0;
-              float* hnrow = hn + row * Hp + j0;
-              if (step >= len(row)) {  // this row has ended: its state stays
-                std::copy_n(hrow, U, hnrow);
-                continue;
-              }
-              int64_t t = rev ? len(row) - 1 - step : step;
-              UnitBlock u{pre_row(t, row) + j0, acc + k * gn * U, H, mask, peep ? peep + j0 : nullptr, rbh + j0,
-                          cbuf.p + row * Hp + j0, hrow, hnrow, y ? y->data<float>() + y_row(t, d, row) + j0 : nullptr,
-                          sp.has_clip, sp.clip};
-              if (lstm) lstm_units(u);
-              else if (lbr) lbr_gru_units(u);
-              else if (gru) gru_first(u, zbuf.p + row * Hp + j0, rh.p + row * Hp + j0);
-              else rnn_units(u, sp.act);
+        each_block([&](const float* panel, int64_t j0, __mmask16 mask, int64_t r0, int nb) {
+          for (int k = 0; k < nb; ++k) hrows[k] = h + (r0 + k) * Hp;
+          gemv(panel, H, G, 0, gn, hrows, nb, acc);
+          for (int k = 0; k < nb; ++k) {
+            int64_t row = r0 + k;
+            float* hrow = h + row * Hp + j0;
+            float* hnrow = hn + row * Hp + j0;
+            if (step >= len(row)) {  // this row has ended: its state stays
+              std::copy_n(hrow, U, hnrow);
+              continue;
             }
+            int64_t t = rev ? len(row) - 1 - step : step;
+            UnitBlock u{pre_row(t, row) + j0, acc + k * gn * U, H, mask, peep ? peep + j0 : nullptr, rbh + j0,
+                        cbuf.p + row * Hp + j0, hrow, hnrow, y_at(t, row, j0), sp.has_clip, sp.clip};
+            if (lstm) lstm_units(u);
+            else if (lbr) lbr_gru_units(u);
+            else if (gru) gru_first(u, zbuf.p + row * Hp + j0, rh.p + row * Hp + j0);
+            else rnn_units(u, sp.act);
           }
-        }
+        });
         if (gru) {
           // h~ needs r * h of every unit: the second product once all threads have them.
           barrier.wait();
-          for (int64_t qi = q0; qi < q1; ++qi) {
-            const int64_t q = step % 2 == 1 ? qi : q0 + q1 - 1 - qi;
-            const float* panel = panel0 + q * H * G * U;
-            const int64_t j0 = q * U;
-            const __mmask16 mask = static_cast<__mmask16>(H - j0 >= U ? 0xFFFF : (1u << (H - j0)) - 1);
-            for (int64_t r0 = 0; r0 < B; r0 += kMaxRows) {
-              int nb = static_cast<int>(std::min<int64_t>(kMaxRows, B - r0));
-              for (int k = 0; k < nb; ++k) hrows[k] = rh.p + (r0 + k) * Hp;
-              gemv(panel, H, G, 2, 1, hrows, nb, acc);
-              for (int k = 0; k < nb; ++k) {
-                int64_t row = r0 + k;
-                if (step >= len(row)) continue;
-                int64_t t = rev ? len(row) - 1 - step : step;
-                UnitBlock u{pre_row(t, row) + j0, acc + k * U, H, mask, nullptr, nullptr, nullptr, h + row * Hp + j0,
-                            hn + row * Hp + j0, y ? y->data<float>() + y_row(t, d, row) + j0 : nullptr,
-                            sp.has_clip, sp.clip};
-                gru_second(u, zbuf.p + row * Hp + j0);
-              }
+          each_block([&](const float* panel, int64_t j0, __mmask16 mask, int64_t r0, int nb) {
+            for (int k = 0; k < nb; ++k) hrows[k] = rh.p + (r0 + k) * Hp;
+            gemv(panel, H, G, 2, 1, hrows, nb, acc);
+            for (int k = 0; k < nb; ++k) {
+              int64_t row = r0 + k;
+              if (step >= len(row)) continue;
+              int64_t t = rev ? len(row) - 1 - step : step;
+              UnitBlock u{pre_row(t, row) + j0, acc + k * U, H, mask, nullptr, nullptr, nullptr, h + row * Hp + j0,
+                          hn + row * Hp + j0, y_at(t, row, j0), sp.has_clip, sp.clip};
+              gru_second(u, zbuf.p + row * Hp + j0);
             }
-          }
+          });
         }
         barrier.wait();
         cur = 1 - cur;
