@@ -302,13 +302,19 @@ class Fuser {
     return std::nullopt;
   }
 
+  // The two readers of v, when it has exactly two and may be fused away.
+  const std::vector<size_t>* two_readers(const std::string& v) const {
+    if (pinned_.count(v)) return nullptr;
+    auto it = readers_.find(v);
+    return it == readers_.end() || it->second.size() != 2 ? nullptr : &it->second;
+  }
+
   // x -> Sigmoid -> Mul(x, sigmoid(x)): both readers of x, in either input order.
   std::optional<std::vector<size_t>> match_swish(const std::string& cur) const {
-    if (pinned_.count(cur)) return std::nullopt;
-    auto it = readers_.find(cur);
-    if (it == readers_.end() || it->second.size() != 2) return std::nullopt;
+    const std::vector<size_t>* two = two_readers(cur);
+    if (!two) return std::nullopt;
     for (int k = 0; k < 2; ++k) {
-      size_t si = it->second[static_cast<size_t>(k)], mi = it->second[static_cast<size_t>(1 - k)];
+      size_t si = (*two)[static_cast<size_t>(k)], mi = (*two)[static_cast<size_t>(1 - k)];
       if (is_dead(si) || is_dead(mi)) continue;
       const Node& s = g_.nodes[si];
       const Node& mul = g_.nodes[mi];
@@ -344,11 +350,10 @@ class Fuser {
   // The erf GELU of x as exported: x/√2 (or x·(1/√2)) -> Erf -> +1, times x, times 0.5 (the
   // halving first or last). Returns its five nodes, the result's producer last.
   std::optional<std::vector<size_t>> match_gelu(const std::string& x) const {
-    if (pinned_.count(x)) return std::nullopt;
-    auto it = readers_.find(x);
-    if (it == readers_.end() || it->second.size() != 2) return std::nullopt;
+    const std::vector<size_t>* two = two_readers(x);
+    if (!two) return std::nullopt;
     for (int k = 0; k < 2; ++k) {
-      size_t di = it->second[static_cast<size_t>(k)], mi = it->second[static_cast<size_t>(1 - k)];
+      size_t di = (*two)[static_cast<size_t>(k)], mi = (*two)[static_cast<size_t>(1 - k)];
       const Node* d = binary(di, "Div");
       bool scaled = d && d->inputs[0] == x && is_scalar(d->inputs[1], 1.41421356f);
       if (!scaled) {
