@@ -85,9 +85,11 @@ Buf pack_panels(const float* r, int64_t G, int64_t H) {
 #define T2O_AVX512 __attribute__((target("avx512f")))
 // GCC 12's AVX-512 min/max/roundscale intrinsics pass an uninitialised "undefined" vector that
 // its own warnings then report once inlined.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // exp by range reduction to |r| <= ln2/2 and a degree-7 polynomial (relative error ~1e-7).
 T2O_AVX512 inline __m512 exp512(__m512 x) {
@@ -267,7 +269,9 @@ T2O_AVX512 void rnn_units(const UnitBlock& u, RnnFastSpec::Act act) {
   store_h(u, h);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #undef T2O_AVX512
 
 }  // namespace
