@@ -93,8 +93,8 @@ class Fuser {
     return rebuild(replace, fused);
   }
 
-  // MatMul with a constant 2-D float B, whose result only a bias Add reads (a constant of N
-  // values), then optionally the erf GELU: FusedMatMul, one oneDNN matmul with the bias and the
+  // MatMul with a constant 2-D float B, whose result only a bias Add reads (a constant vector
+  // of N values), then optionally the erf GELU: FusedMatMul, one oneDNN matmul with the bias and the
   // GELU applied as it stores. Returns how many nodes were folded in.
   int fuse_matmuls() {
     int fused = 0;
@@ -112,9 +112,8 @@ class Fuser {
       if (add.op_type != "Add" || !default_domain(add) || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
       const std::string& other = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
       const Tensor* b = constant(other);
-      if (!b || b->dtype() != DType::Float || b->numel() != w->dim(1) || b->rank() < 1 ||
-          b->dim(-1) != w->dim(1))
-        continue;
+      // A 1-D bias only: a [1, N] one would add a dim when A is 1-D.
+      if (!b || b->dtype() != DType::Float || b->rank() != 1 || b->dim(0) != w->dim(1)) continue;
       std::vector<size_t> chain{*ar};
       std::string out = add.outputs[0];
       bool gelu = false;
