@@ -184,6 +184,8 @@ def time_model(pt, inp, threads, iters, out=None):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
     if sys.argv[1] == "export":
         args = sys.argv[3:]
         t2o = None
