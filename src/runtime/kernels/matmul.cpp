@@ -130,23 +130,26 @@ class MatMulKernel : public OpKernel {
         ctx.fail("does not support bool");
       } else {
         matmul_ref<T>(s, A.data<T>(), B.data<T>(), Y.data<T>());
-        if (!fused_) return;
-        if constexpr (!std::is_floating_point_v<T>) {
+        if constexpr (std::is_floating_point_v<T>) {
+          if (fused_) bias_gelu(Y.data<T>(), Y.numel(), s.N, bias ? bias->data<T>() : nullptr);
+        } else if (fused_) {
           ctx.fail("FusedMatMul runs float and double only");
-        } else {
-        T* y = Y.data<T>();
-        const T* b = bias ? bias->data<T>() : nullptr;
-        for (int64_t i = 0; i < Y.numel(); ++i) {
-          double v = static_cast<double>(y[i]) + (b ? static_cast<double>(b[i % s.N]) : 0.0);
-          if (gelu_) v = 0.5 * v * (1.0 + std::erf(v * 0.7071067811865476));
-          y[i] = static_cast<T>(v);
-        }
         }
       }
     });
   }
 
  private:
+  // FusedMatMul's tail on the reference path: y += bias (rows of n), then the erf GELU.
+  template <typename T>
+  void bias_gelu(T* y, int64_t count, int64_t n, const T* b) const {
+    for (int64_t i = 0; i < count; ++i) {
+      double v = static_cast<double>(y[i]) + (b ? static_cast<double>(b[i % n]) : 0.0);
+      if (gelu_) v = 0.5 * v * (1.0 + std::erf(v * 0.7071067811865476));
+      y[i] = static_cast<T>(v);
+    }
+  }
+
   bool fused_ = false, gelu_ = false;
   Tensor const_b_;
   std::shared_ptr<DnnlMatmul> dnnl_;

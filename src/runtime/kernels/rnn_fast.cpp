@@ -23,22 +23,6 @@ std::atomic<uint64_t> runs{0};
 
 int64_t gates_of(Cell c) { return c == Cell::Rnn ? 1 : c == Cell::Lstm ? 4 : 3; }
 
-// 64-byte aligned float buffer.
-struct Buf {
-  float* p = nullptr;
-  size_t n = 0;
-  Buf() = default;
-  explicit Buf(size_t count) : p(static_cast<float*>(::operator new(count * sizeof(float), std::align_val_t(64)))), n(count) {}
-  Buf(Buf&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr, o.n = 0; }
-  Buf& operator=(Buf&& o) noexcept {
-    std::swap(p, o.p);
-    std::swap(n, o.n);
-    return *this;
-  }
-  ~Buf() { ::operator delete(p, std::align_val_t(64)); }
-  void zero() { std::memset(p, 0, n * sizeof(float)); }
-};
-
 // Threads of one layer meet here once per step. A step takes microseconds, so waiting threads
 // spin (pausing) for a while before they yield the core to whatever else needs it.
 class SpinBarrier {
@@ -66,15 +50,14 @@ class SpinBarrier {
 
 // R [G*H, H] of one direction as panels of U units: panel q, row k holds gates 0..G-1 of units
 // q*U .. q*U+U-1 (zeros past H), so a step reads each thread's panels front to back.
-Buf pack_panels(const float* r, int64_t G, int64_t H) {
+Tensor pack_panels(const float* r, int64_t G, int64_t H) {
   int64_t P = (H + U - 1) / U;
-  Buf out(static_cast<size_t>(P * H * G * U));
-  out.zero();
+  Tensor out(DType::Float, {P * H * G * U});
   for (int64_t q = 0; q < P; ++q)
     for (int64_t g = 0; g < G; ++g)
       for (int64_t u = 0; u < U && q * U + u < H; ++u) {
         const float* row = r + (g * H + q * U + u) * H;
-        float* dst = out.p + q * H * G * U + g * U + u;
+        float* dst = out.data<float>() + q * H * G * U + g * U + u;
         for (int64_t k = 0; k < H; ++k) dst[k * G * U] = row[k];
       }
   return out;
@@ -282,8 +265,8 @@ struct RnnFast::Impl {
   std::mutex mu;
   // Per direction, made on the first run when the weights are constant.
   std::vector<std::shared_ptr<DnnlMatmul>> proj;
-  std::vector<Buf> panels;
-  std::vector<Buf> bias;  // Wb + Rb per gate (Wb only for the linear-before-reset h gate)
+  std::vector<Tensor> panels;
+  std::vector<Tensor> bias;  // Wb + Rb per gate (Wb only for the linear-before-reset h gate)
 };
 
 RnnFast::RnnFast(const RnnFastSpec& spec) : impl_(std::make_unique<Impl>()) { impl_->spec = spec; }
@@ -305,7 +288,7 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
 
   // Packed weights and fused biases, per direction.
   std::vector<std::shared_ptr<DnnlMatmul>> proj_v;
-  std::vector<Buf> panels_v, bias_v;
+  std::vector<Tensor> panels_v, bias_v;
   std::unique_lock<std::mutex> lock(m.mu);
   bool cached = m.constant && !m.panels.empty();
   if (!cached) {
@@ -316,13 +299,13 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
       if (m.constant) wd = Tensor::borrow(DType::Float, {GH, I}, const_cast<float*>(w.data<float>()) + d * GH * I);
       proj_v.push_back(dnnl_matmul_make(false, true, 1.0f, m.constant ? &wd : nullptr));
       panels_v.push_back(pack_panels(r.data<float>() + d * GH * H, G, H));
-      Buf bs(static_cast<size_t>(GH + H));  // fused bias, then Rbh for the linear-before-reset GRU
-      bs.zero();
+      Tensor bs(DType::Float, {GH + H});  // fused bias, then Rbh for the linear-before-reset GRU
+      float* bp = bs.data<float>();
       if (b) {
         const float* wb = b->data<float>() + d * 2 * GH;
         const float* rb = wb + GH;
-        for (int64_t j = 0; j < GH; ++j) bs.p[j] = wb[j] + (lbr && j >= 2 * H ? 0.0f : rb[j]);
-        if (lbr) std::copy_n(rb + 2 * H, H, bs.p + GH);
+        for (int64_t j = 0; j < GH; ++j) bp[j] = wb[j] + (lbr && j >= 2 * H ? 0.0f : rb[j]);
+        if (lbr) std::copy_n(rb + 2 * H, H, bp + GH);
       }
       bias_v.push_back(std::move(bs));
     }
@@ -343,34 +326,37 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
   if (y) std::memset(y->raw(), 0, static_cast<size_t>(y->numel()) * sizeof(float));
 
   const int T = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, P)));
-  Buf pre(static_cast<size_t>(S * B * GH));
+  Tensor pre_t = Tensor::uninitialized(DType::Float, {S * B * GH});
   // Hidden states double-buffered (threads read all of h while others write theirs), rows padded
   // to whole panels; the cell state, and GRU's z and r * h, are per unit.
-  Buf hbuf(static_cast<size_t>(2 * B * Hp)), cbuf(static_cast<size_t>(B * Hp)), rh(static_cast<size_t>(B * Hp));
-  Buf zbuf(static_cast<size_t>(B * Hp));
+  Tensor state(DType::Float, {5 * B * Hp});
+  float* pre = pre_t.data<float>();
+  float* hbuf = state.data<float>();
+  float* cbuf = hbuf + 2 * B * Hp;
+  float* rh = cbuf + B * Hp;
+  float* zbuf = rh + B * Hp;
   for (int64_t d = 0; d < D; ++d) {
     const bool rev = sp.reverse || d == 1;
     // pre[row of X] = X·Wᵀ + bias, rows in X's own order ((t, b), or (b, t) batch first).
     const float* wd = w.data<float>() + d * GH * I;
     if (!dnnl_matmul_run(*proj[static_cast<size_t>(d)], 1, 1, S * B, I, GH, x.data<float>(), m.constant ? nullptr : wd,
-                         bias[static_cast<size_t>(d)].p, 0.0f, pre.p)) {
+                         bias[static_cast<size_t>(d)].data<float>(), 0.0f, pre)) {
       for (int64_t row = 0; row < S * B; ++row)
         for (int64_t j = 0; j < GH; ++j) {
           const float* xr = x.data<float>() + row * I;
-          float s = bias[static_cast<size_t>(d)].p[j];
+          float s = bias[static_cast<size_t>(d)].data<float>()[j];
           for (int64_t k = 0; k < I; ++k) s += xr[k] * wd[j * I + k];
-          pre.p[row * GH + j] = s;
+          pre[row * GH + j] = s;
         }
     }
-    auto pre_row = [&](int64_t t, int64_t row) { return pre.p + (bf ? row * S + t : t * B + row) * GH; };
-    hbuf.zero();
-    cbuf.zero();
+    auto pre_row = [&](int64_t t, int64_t row) { return pre + (bf ? row * S + t : t * B + row) * GH; };
+    std::fill_n(hbuf, 3 * B * Hp, 0.0f);  // h (both buffers) and c
     for (int64_t row = 0; row < B; ++row) {
-      if (h0) std::copy_n(h0->data<float>() + st(d, row), H, hbuf.p + row * Hp);
-      if (c0) std::copy_n(c0->data<float>() + st(d, row), H, cbuf.p + row * Hp);
+      if (h0) std::copy_n(h0->data<float>() + st(d, row), H, hbuf + row * Hp);
+      if (c0) std::copy_n(c0->data<float>() + st(d, row), H, cbuf + row * Hp);
     }
-    const float* panel0 = panels[static_cast<size_t>(d)].p;
-    const float* rbh = bias[static_cast<size_t>(d)].p + GH;
+    const float* panel0 = panels[static_cast<size_t>(d)].data<float>();
+    const float* rbh = bias[static_cast<size_t>(d)].data<float>() + GH;
     const float* peep = p ? p->data<float>() + d * 3 * H : nullptr;
     int64_t steps = 0;
     for (int64_t row = 0; row < B; ++row) steps = std::max(steps, len(row));
@@ -396,8 +382,8 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
       };
       int cur = 0;
       for (int64_t step = 0; step < steps; ++step) {
-        float* h = hbuf.p + cur * B * Hp;
-        float* hn = hbuf.p + (1 - cur) * B * Hp;
+        float* h = hbuf + cur * B * Hp;
+        float* hn = hbuf + (1 - cur) * B * Hp;
         auto y_at = [&](int64_t t, int64_t row, int64_t j0) { return y ? y->data<float>() + y_row(t, d, row) + j0 : nullptr; };
         // First (or only) product: every gate, or z and r for the reset-before-product GRU.
         const int64_t gn = gru ? 2 : G;
@@ -414,10 +400,10 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
             }
             int64_t t = rev ? len(row) - 1 - step : step;
             UnitBlock u{pre_row(t, row) + j0, acc + k * gn * U, H, mask, peep ? peep + j0 : nullptr, rbh + j0,
-                        cbuf.p + row * Hp + j0, hrow, hnrow, y_at(t, row, j0), sp.has_clip, sp.clip};
+                        cbuf + row * Hp + j0, hrow, hnrow, y_at(t, row, j0), sp.has_clip, sp.clip};
             if (lstm) lstm_units(u);
             else if (lbr) lbr_gru_units(u);
-            else if (gru) gru_first(u, zbuf.p + row * Hp + j0, rh.p + row * Hp + j0);
+            else if (gru) gru_first(u, zbuf + row * Hp + j0, rh + row * Hp + j0);
             else rnn_units(u, sp.act);
           }
         });
@@ -425,7 +411,7 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
           // h~ needs r * h of every unit: the second product once all threads have them.
           barrier.wait();
           each_block([&](const float* panel, int64_t j0, __mmask16 mask, int64_t r0, int nb) {
-            for (int k = 0; k < nb; ++k) hrows[k] = rh.p + (r0 + k) * Hp;
+            for (int k = 0; k < nb; ++k) hrows[k] = rh + (r0 + k) * Hp;
             gemv(panel, H, G, 2, 1, hrows, nb, acc);
             for (int k = 0; k < nb; ++k) {
               int64_t row = r0 + k;
@@ -433,7 +419,7 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
               int64_t t = rev ? len(row) - 1 - step : step;
               UnitBlock u{pre_row(t, row) + j0, acc + k * U, H, mask, nullptr, nullptr, nullptr, h + row * Hp + j0,
                           hn + row * Hp + j0, y_at(t, row, j0), sp.has_clip, sp.clip};
-              gru_second(u, zbuf.p + row * Hp + j0);
+              gru_second(u, zbuf + row * Hp + j0);
             }
           });
         }
@@ -458,10 +444,10 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
         if (omp_get_thread_num() == 0) final_buf = f;
       }
     }
-    const float* hf = hbuf.p + final_buf * B * Hp;
+    const float* hf = hbuf + final_buf * B * Hp;
     for (int64_t row = 0; row < B; ++row) {
       if (yh) std::copy_n(hf + row * Hp, H, yh->data<float>() + st(d, row));
-      if (yc) std::copy_n(cbuf.p + row * Hp, H, yc->data<float>() + st(d, row));
+      if (yc) std::copy_n(cbuf + row * Hp, H, yc->data<float>() + st(d, row));
     }
   }
   ++runs;
