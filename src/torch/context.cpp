@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "torch/ops/complex.h"
 #include "torch/ops/compose.h"
 #include "torch/ops/ops.h"
 #include "torch/weights.h"
@@ -638,6 +639,12 @@ void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::functio
   auto is_complex = [](const TV& x) {
     return x.kind == TV::Kind::Tensor && (x.dtype == DType::Complex64 || x.dtype == DType::Complex128);
   };
+  // Complex constants (parameters, buffers, folded values) become pair tensors here, so that they
+  // reach only the converters that know the layout.
+  for (const TValue* v : n->inputs()) {
+    const TV& x = get(v);
+    if (x.is_const() && x.c.isTensor() && x.c.toTensor().is_complex()) set(v, cplx::constant_pair(*this, x.c.toTensor()));
+  }
   bool complex_in = std::any_of(n->inputs().begin(), n->inputs().end(), [&](const TValue* v) {
     const TV& x = get(v);
     return is_complex(x) || (x.kind == TV::Kind::List && std::any_of(x.items.begin(), x.items.end(), is_complex));
@@ -757,13 +764,23 @@ void Ctx::write_through(const TNode* writer, const TValue* view) {
     int r = rank_of(bv);
     if (r < 0) break;
     DType bt = dtype_of(bv);
-    std::string upd = tensor_as(get(v), bt);
+    // A complex base is written through its pair tensor, one (real, imaginary) dim more.
+    bool cx = cplx::is_complex(bt);
+    int pr = cx ? r + 1 : r;
+    std::string upd;
+    if (cx) {
+      const TV& u = get(v);
+      if (!cplx::is_complex(u)) break;
+      upd = u.dtype == bt ? u.name : b.cast(u.name, cplx::real_of(bt));
+    } else {
+      upd = tensor_as(get(v), bt);
+    }
     // Positions `pos` (1-D int64) of axis `axis` of the base receive `u` (the view's shape, with
     // the axis kept).
     auto scatter = [&](const std::string& pos, int64_t axis, const std::string& u) {
       b.require(11, "writing through a slice of a tensor (ScatterElements)");
       std::vector<int64_t> others;
-      for (int64_t a = 0; a < r; ++a)
+      for (int64_t a = 0; a < pr; ++a)
         if (a != axis) others.push_back(a);
       std::string idx = others.empty() ? pos : b.unsqueeze(pos, others);
       idx = b.op1("Expand", {idx, b.shape_of(u)});
@@ -842,10 +859,11 @@ void Ctx::write_through(const TNode* writer, const TValue* view) {
       }
       std::vector<int64_t> inv(perm.size());
       for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+      if (cx) inv.push_back(r);
       nv = b.transpose(upd, inv);
     } else if (kind == "aten::detach" || kind == "aten::alias" || kind == "prim::unchecked_cast") {
       nv = upd;
-    } else if (kind == "aten::diagonal" && r >= 2 && const_int(1) && const_int(2) && const_int(3)) {
+    } else if (kind == "aten::diagonal" && !cx && r >= 2 && const_int(1) && const_int(2) && const_int(3)) {
       // diagonal(offset, d1, d2) is base[.., k, k + offset, ..] (offset >= 0) or base[.., k - offset, k, ..],
       // its positions last. Each base element on that diagonal takes the update at its k.
       b.require(11, "writing through a diagonal (Range)");
@@ -902,8 +920,9 @@ void Ctx::write_through(const TNode* writer, const TValue* view) {
     for (TNode* other : std::vector<TNode*>(views_[base]))
       if (other != via && read_after(other, writer)) {
         const std::string k = other->kind().toQualString();
-        auto e = op_table().find(k);
-        if (e == op_table().end() || other->owningBlock() != writer->owningBlock()) continue;
+        const OpTable& table = cx ? complex_op_table() : op_table();
+        auto e = table.find(k);
+        if (e == table.end() || other->owningBlock() != writer->owningBlock()) continue;
         b.set_origin(source_of(other), k, module_of(other));
         e->second.fn(*this, other);
         for (const TValue* o : other->outputs()) rederive_views(o, writer);

@@ -532,7 +532,9 @@ at::Tensor example_value(const ConvertOptions& o, const InputSpec& s, const Dims
 // Inputs given only by --data take their dims and dtype from the value.
 ConvertOptions with_data_specs(const ConvertOptions& opts) {
   ConvertOptions o = opts;
-  for (const auto& [name, t] : opts.data) {
+  for (const auto& entry : opts.data) {
+    const std::string& name = entry.first;
+    const auto& t = entry.second;
     auto s = std::find_if(o.inputs.begin(), o.inputs.end(), [&](const InputSpec& i) { return i.name == name; });
     if (s == o.inputs.end()) {
       o.inputs.push_back({name, t.dims(), t.dtype()});

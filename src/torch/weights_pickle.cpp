@@ -18,7 +18,8 @@ c10::ScalarType storage_dtype(const std::string& g) {
       {"torch.BFloat16Storage", c10::kBFloat16}, {"torch.LongStorage", c10::kLong}, {"torch.IntStorage", c10::kInt},
       {"torch.ShortStorage", c10::kShort}, {"torch.CharStorage", c10::kChar}, {"torch.ByteStorage", c10::kByte},
       {"torch.BoolStorage", c10::kBool}, {"torch.QInt8Storage", c10::kQInt8}, {"torch.QUInt8Storage", c10::kQUInt8},
-      {"torch.QInt32Storage", c10::kQInt32}};
+      {"torch.QInt32Storage", c10::kQInt32},
+      {"torch.ComplexFloatStorage", c10::kComplexFloat}, {"torch.ComplexDoubleStorage", c10::kComplexDouble}};
   auto it = m.find(g);
   if (it == m.end()) throw InputError("unsupported storage type " + g);
   return it->second;

@@ -28,6 +28,7 @@ import zoo_dynamic  # noqa: E402
 import zoo_tail  # noqa: E402
 import zoo_dict  # noqa: E402
 import zoo_breadth  # noqa: E402
+import zoo_complex  # noqa: E402
 
 DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.int32: "i32", torch.bool: "bool",
           torch.uint8: "u8", torch.float16: "f16", torch.int8: "i8", torch.int16: "i16"}
@@ -167,7 +168,7 @@ def main():
     out_dir = sys.argv[1]
     prefixes = sys.argv[2:]
     fixtures = {}
-    for zoo in (zoo_basic, zoo_vision, zoo_ops, zoo_control, zoo_rnn, zoo_dynamic, zoo_tail, zoo_dict, zoo_breadth):
+    for zoo in (zoo_basic, zoo_vision, zoo_ops, zoo_control, zoo_rnn, zoo_dynamic, zoo_tail, zoo_dict, zoo_breadth, zoo_complex):
         fixtures.update(zoo.fixtures())
     for name, f in sorted(fixtures.items()):
         if prefixes and not any(name.startswith(p) for p in prefixes):

@@ -435,8 +435,10 @@ void flip(Ctx& c, const TNode* n) {
 
 // x rolled by k along axis: x[len-k:] then x[:len-k]. Static lengths fold k; dynamic ones compute
 // k = shift mod len (ONNX Mod on ints takes the divisor's sign, as Python does).
-std::string roll_axis(Ctx& c, const std::string& x, int64_t shift, int64_t axis, int64_t len) {
-  if (len >= 0) {
+// `shift_t` (a 1-element int64 tensor) instead of `shift`: a shift computed at run time.
+std::string roll_axis(Ctx& c, const std::string& x, int64_t shift, int64_t axis, int64_t len,
+                      const std::string& shift_t = {}) {
+  if (len >= 0 && shift_t.empty()) {
     if (len == 0) return x;
     int64_t k = ((shift % len) + len) % len;
     if (k == 0) return x;
@@ -444,16 +446,29 @@ std::string roll_axis(Ctx& c, const std::string& x, int64_t shift, int64_t axis,
   }
   c.b.require(10, "aten::roll of a dynamic dimension (Mod, computed Slice bounds)");
   std::string l = c.b.unsqueeze(c.b.dim(x, axis), {0});
-  std::string cut = c.b.op1("Sub", {l, c.b.op1("Mod", {c.b.i64s({shift}), l})});
+  std::string cut = c.b.op1("Sub", {l, c.b.op1("Mod", {shift_t.empty() ? c.b.i64s({shift}) : shift_t, l})});
   std::string ax = c.b.i64s({axis});
   return c.b.concat({c.b.slice_dyn(x, cut, c.b.i64s({INT64_MAX}), ax), c.b.slice_dyn(x, c.b.i64s({0}), cut, ax)}, axis);
 }
 
 void roll(Ctx& c, const TNode* n) {
   int r = c.rank(n, 0);
-  auto shifts = c.ints(n, 1);
   auto dims = c.ints(n, 2);
   std::string x = c.t(n, 0);
+  const TV& sv = c.in(n, 1);
+  if (!sv.is_const()) {  // shifts computed (fftshift of a dynamic dim: size // 2)
+    if (sv.kind != TV::Kind::List || dims.empty() || sv.items.size() != dims.size())
+      throw UnsupportedError("aten::roll with computed shifts that are not one per dim");
+    for (size_t i = 0; i < dims.size(); ++i) {
+      int64_t axis = norm_axis(dims[i], r);
+      const TV& s = sv.items[i];
+      int64_t len = c.shape(n, 0).at(static_cast<size_t>(axis));
+      x = s.is_const() ? roll_axis(c, x, s.c.toInt(), axis, len)
+                       : roll_axis(c, x, 0, axis, len, c.b.unsqueeze(c.int_tensor(s), {0}));
+    }
+    return c.out(n, x);
+  }
+  auto shifts = c.ints(n, 1);
   if (dims.empty()) {  // roll of the flattened tensor
     int64_t len = 1;
     for (int64_t s : c.shape(n, 0)) len = s < 0 || len < 0 ? -1 : len * s;

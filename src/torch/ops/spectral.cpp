@@ -1,43 +1,19 @@
-// Short-time Fourier transforms and the complex tensors they return. ONNX has no complex type: a
-// complex tensor of shape S is held as a real tensor of shape S + [2] (real, imaginary), the
-// layout of ONNX's STFT/DFT outputs and of torch.view_as_real. The TV keeps the logical (complex)
-// shape and a Complex64/Complex128 dtype, so aten::size reads the complex dims. Only the ops in
-// complex_op_table() see such values; any other op given one is reported unsupported, so an op
-// that does not know the layout can never compute on it as if it were real.
+// Short-time Fourier transforms and the layout ops on complex tensors (the pair layout of
+// ops/complex.h); complex_op_table() gathers every converter that may be given a complex tensor.
+#include <algorithm>
 #include <cmath>
 
-#include "torch/ops/compose.h"
+#include "torch/ops/complex.h"
 #include "torch/profile.h"
 
 namespace t2o {
 namespace {
 
-bool is_complex(DType t) { return t == DType::Complex64 || t == DType::Complex128; }
-DType real_of(DType t) { return t == DType::Complex128 ? DType::Double : DType::Float; }
-
-// A complex value's real pair tensor and its real element type.
-std::string pair_of(Ctx& c, const TNode* n, size_t i, DType& real) {
-  const TV& v = c.in(n, i);
-  if (v.kind != TV::Kind::Tensor || !is_complex(v.dtype))
-    throw UnsupportedError(std::string(n->kind().toQualString()) + " expects a complex tensor");
-  real = real_of(v.dtype);
-  return v.name;
-}
-
-// The index of the (real, imaginary) dim of a complex value's pair tensor: -1 from opset 11, where
-// Squeeze/Unsqueeze/Reduce take negative axes; before, its logical rank.
-int64_t pair_axis(Ctx& c, const TV& z) {
-  if (c.b.opset() >= 11) return -1;
-  if (!z.rank_known) throw UnsupportedError("a complex tensor of unknown rank before opset 11");
-  return static_cast<int64_t>(z.shape.size());
-}
-
-void set_complex(Ctx& c, const TNode* n, const std::string& pair, DType complex, std::vector<int64_t> shape) {
-  TV r = TV::tensor(pair, complex);
-  r.shape = std::move(shape);
-  r.rank_known = true;
-  c.set(n->output(), r);
-}
+using cplx::is_complex;
+using cplx::pair_axis;
+using cplx::pair_of;
+using cplx::real_of;
+using cplx::set_complex;
 
 // The `window` argument of stft/istft centred in n_fft samples, as torch pads a shorter one
 // (rectangular when none is given).
@@ -153,26 +129,6 @@ void complex_reshape(Ctx& c, const TNode* n) {
   set_complex(c, n, c.b.op1("Reshape", {pair, shape}), z.dtype, c.out_shape(n));
 }
 
-// complex times / divided by a real number or a real tensor that broadcasts against it.
-void complex_scale(Ctx& c, const TNode* n, const char* op) {
-  const TV& z = c.in(n, 0);
-  DType t;
-  std::string pair = pair_of(c, n, 0, t);
-  const TV& s = c.in(n, 1);
-  if (s.kind == TV::Kind::Tensor && is_complex(s.dtype))
-    throw UnsupportedError(std::string(n->kind().toQualString()) + " of two complex tensors");
-  std::string k = c.tensor_as(s, t);
-  if (!(s.is_const() && !s.c.isTensor()) && !s.number) {
-    if (c.b.opset() < 11 && !s.rank_known && !s.is_const())
-      throw UnsupportedError(std::string(n->kind().toQualString()) + " by a tensor of unknown rank before opset 11");
-    int64_t a = c.b.opset() >= 11 ? -1 : s.is_const() ? s.c.toTensor().dim() : static_cast<int64_t>(s.shape.size());
-    k = c.b.unsqueeze(k, {a});
-  }
-  set_complex(c, n, c.b.op1(op, {pair, k}), z.dtype, c.out_shape(n));
-}
-void complex_mul(Ctx& c, const TNode* n) { complex_scale(c, n, "Mul"); }
-void complex_div(Ctx& c, const TNode* n) { complex_scale(c, n, "Div"); }
-
 // Layout ops on complex tensors: the op itself on the pair tensors, which must leave their last
 // (real, imaginary) dim alone. Dims become non-negative against the complex rank, a permutation
 // keeps the pair dim last, pads (last dim first) get none for it; a result is complex again with
@@ -230,7 +186,9 @@ void complex_layout(Ctx& c, const TNode* n) {
     for (const TValue* v : n->inputs()) {
       const TV& x = c.get(v);
       if (x.kind == TV::Kind::List) {
-        // cat / stack: every part complex (a real part would need its zero imaginary half).
+        // cat / stack: every part complex (a real part would need its zero imaginary half); a
+        // list of sizes or dims stays as it is.
+        if (std::none_of(x.items.begin(), x.items.end(), [](const TV& it) { return is_complex(it); })) continue;
         TV l = x;
         for (TV& it : l.items) {
           if (it.kind != TV::Kind::Tensor || !is_complex(it.dtype))
@@ -421,6 +379,8 @@ void istft(Ctx& c, const TNode* n) {
 }  // namespace
 
 void register_spectral_ops(OpTable& t) {
+  cplx::add_complex_arith_ops(t, false);
+  cplx::add_fft_ops(t, false);
   t["aten::stft"] = {stft};
   t["aten::view_as_complex"] = {view_as_complex};
   t["aten::istft"] = {istft, 10};
@@ -429,14 +389,14 @@ void register_spectral_ops(OpTable& t) {
 const OpTable& complex_op_table() {
   static const OpTable table = [] {
     OpTable t;
+    cplx::add_complex_arith_ops(t, true);
+    cplx::add_fft_ops(t, true);
     t["aten::abs"] = {complex_abs};
     t["aten::view_as_real"] = {view_as_real};
     t["aten::real"] = {real};
     t["aten::imag"] = {imag};
     t["aten::reshape"] = {complex_reshape};
     t["aten::view"] = {complex_reshape};
-    t["aten::mul"] = {complex_mul};
-    t["aten::div"] = {complex_div};
     t["aten::istft"] = {istft};
     for (const char* k : {"aten::slice", "aten::select", "aten::narrow", "aten::transpose", "aten::permute",
                           "aten::unsqueeze", "aten::squeeze", "aten::flip", "aten::cat", "aten::stack", "aten::chunk",
