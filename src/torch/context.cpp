@@ -635,7 +635,10 @@ void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::functio
                                               "prim::TupleUnpack",   "prim::TupleIndex",     "aten::__getitem__",
                                               "aten::size",          "aten::dim",            "aten::len",
                                               "prim::unchecked_cast", "aten::detach",        "aten::contiguous",
-                                              "aten::clone"};
+                                              "aten::clone",         "prim::dtype",          "prim::device",
+                                              "aten::is_floating_point", "aten::is_complex",  "prim::is_cuda",
+                                              "prim::requires_grad", "prim::is_quantized",   "aten::__is__",
+                                              "aten::__isnot__"};
   auto is_complex = [](const TV& x) {
     return x.kind == TV::Kind::Tensor && (x.dtype == DType::Complex64 || x.dtype == DType::Complex128);
   };

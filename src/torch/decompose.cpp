@@ -20,16 +20,25 @@ const char* kSource = R"TS(
 def mT(self: Tensor) -> Tensor:
     return self if self.dim() < 2 else self.transpose(-2, -1)
 
+def mH(self: Tensor) -> Tensor:
+    t = self if self.dim() < 2 else self.transpose(-2, -1)
+    return t.conj() if self.is_complex() else t
+
 def matrix_H(self: Tensor) -> Tensor:
-    return self if self.dim() < 2 else self.transpose(0, 1)
+    t = self if self.dim() < 2 else self.transpose(0, 1)
+    return t.conj() if self.is_complex() else t
 
 def dist(self: Tensor, other: Tensor, p: float) -> Tensor:
     return torch.linalg_vector_norm(self - other, p)
 
 def vdot(self: Tensor, other: Tensor) -> Tensor:
+    if self.is_complex():
+        return (self.conj() * other).sum()
     return (self * other).sum()
 
 def vecdot(x: Tensor, y: Tensor, dim: int) -> Tensor:
+    if x.is_complex():
+        return (x.conj() * y).sum(dim)
     return (x * y).sum(dim)
 
 def isposinf(self: Tensor) -> Tensor:
@@ -39,12 +48,19 @@ def isneginf(self: Tensor) -> Tensor:
     return self == float("-inf")
 
 def isreal(self: Tensor) -> Tensor:
+    if self.is_complex():
+        return torch.imag(self) == 0
     return torch.ones_like(self, dtype=11)  # torch.bool
 
 def sgn(self: Tensor) -> Tensor:
+    if self.is_complex():
+        m = self.abs()
+        return self / torch.where(m == 0, torch.ones_like(m), m)
     return torch.sign(self)
 
 def angle(self: Tensor) -> Tensor:
+    if self.is_complex():  # the complex converter (the guard is constant at conversion)
+        return torch.atan2(torch.imag(self), torch.real(self))
     x = self if self.is_floating_point() else self.to(6)  # torch.float32
     a = torch.where(x < 0, torch.full_like(x, 3.141592653589793), torch.zeros_like(x))
     return torch.where(torch.isnan(x), x, a)
@@ -625,8 +641,8 @@ struct Rule {
 
 const Rule kRules[] = {
     {"aten::mT(Tensor(a) self) -> Tensor(a)", "mT"},
-    {"aten::mH(Tensor(a) self) -> Tensor(a)", "mT"},
-    {"aten::adjoint(Tensor(a) self) -> Tensor(a)", "mT"},
+    {"aten::mH(Tensor(a) self) -> Tensor(a)", "mH"},
+    {"aten::adjoint(Tensor(a) self) -> Tensor(a)", "mH"},
     {"aten::matrix_H(Tensor(a) self) -> Tensor(a)", "matrix_H"},
     {"aten::dist(Tensor self, Tensor other, Scalar p=2) -> Tensor", "dist"},
     {"aten::vdot(Tensor self, Tensor other) -> Tensor", "vdot"},

@@ -114,7 +114,9 @@ def fill(obj, ts):
 
 def flat_outputs(o, out):
     if isinstance(o, torch.Tensor):
-        out.append(o)
+        # ONNX has no complex type: a complex result is compared as its (real, imaginary) pairs, which
+        # is what a model that returns one has to give (torch.view_as_real).
+        out.append(torch.view_as_real(o.resolve_conj()) if o.is_complex() else o)
     elif isinstance(o, (list, tuple)):
         for v in o:
             flat_outputs(v, out)

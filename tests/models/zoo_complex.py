@@ -123,8 +123,11 @@ class FftForms(nn.Module):
 
 
 class ComplexArithmetic(nn.Module):
-    """Complex quotients (by complex, real and number), exp, sums and means over dims, matmul of two
-    complex matrices, a complex constant (a buffer), conj_physical, imag, negation, zeros_like."""
+    """Complex quotients (by complex, real and number), exp, log, angle, sums and means over dims,
+    matmul of two complex matrices, a complex constant (a buffer), conj_physical, imag, negation,
+    zeros_like, real tensors made complex (to, type_as), a complex one made double; and what the
+    converter rewrites into other ops (mH, sgn, linalg.vecdot, isreal), whose rewrites must keep complex
+    semantics."""
     def __init__(self):
         super().__init__()
         self.register_buffer("rot", torch.polar(torch.ones(4), torch.arange(4).float()))
@@ -136,7 +139,11 @@ class ComplexArithmetic(nn.Module):
         s = torch.view_as_real(q.sum(-1)), torch.view_as_real(q.mean(dim=0, keepdim=True))
         m = torch.view_as_real(torch.matmul(z, z.transpose(-2, -1)))
         n = (-w).imag + torch.view_as_real(torch.zeros_like(z)).sum(-1)
-        return s[0], s[1], m, n
+        a = z.angle() + torch.view_as_real(torch.log(z)).sum(-1)
+        p = torch.view_as_real(re.to(torch.complex64) * z + im.type_as(z))
+        d = z.to(torch.complex128).real
+        h = torch.view_as_real(z.mH @ z.sgn()), torch.view_as_real(torch.linalg.vecdot(z, z.flip(1))), z.isreal()
+        return s[0], s[1], m, n, a, p, d, h[0], h[1], h[2]
 
 
 def fixtures():

@@ -171,6 +171,18 @@ void copy(Ctx& c, const TNode* n) {
   set_complex(c, n, pair_from(c, re, im, r), self.dtype, self.shape);
 }
 
+void is_complex_op(Ctx& c, const TNode* n) { c.set(n->output(), TV::constant(is_complex(c.dtype(n, 0)))); }
+
+// numel of a complex tensor: its logical shape's product (the pair tensor holds twice as many).
+void numel(Ctx& c, const TNode* n) {
+  const TV& z = c.in(n, 0);
+  if (!z.rank_known) throw UnsupportedError("aten::numel of a complex tensor of unknown rank");
+  int64_t p = 1;
+  for (int64_t s : z.shape) p = s < 0 || p < 0 ? -1 : p * s;
+  if (p >= 0) return c.set(n->output(), TV::constant(p));
+  c.out(n, c.b.op1("Div", {c.b.reduce("ReduceProd", c.b.shape_of(z.name), {}, false), c.b.i64(2)}));
+}
+
 void same(Ctx& c, const TNode* n) { c.set(n->output(), c.in(n, 0)); }
 
 // exp(a + ib) = e^a (cos b + i sin b)
@@ -185,6 +197,48 @@ void zeros_like(Ctx& c, const TNode* n) {
   DType t;
   std::string z = pair_of(c, n, 0, t);
   set_complex(c, n, filled(c, c.b.shape_of(z), 0.0, t), c.in(n, 0).dtype, c.out_shape(n));
+}
+
+// angle(z) = atan2(im, re); log(z) = log|z| + i angle(z)
+void angle(Ctx& c, const TNode* n) {
+  DType t = real_of(complex_type(c, n));
+  Parts z = parts(c, n, 0, t);
+  c.out(n, atan2_of(c, z.im, z.re, t));
+}
+
+void log(Ctx& c, const TNode* n) {
+  DType t = real_of(complex_type(c, n));
+  Parts z = parts(c, n, 0, t);
+  std::string mag2 = c.b.op1("Add", {c.b.op1("Mul", {z.re, z.re}), c.b.op1("Mul", {z.im, z.im})});
+  set_parts(c, n, c.b.op1("Mul", {c.b.op1("Log", {mag2}), c.b.scalar(0.5, t)}), atan2_of(c, z.im, z.re, t), t);
+}
+
+// to / type_as of a complex tensor: another precision, or (a real type) its real part as torch
+// keeps it, discarding the imaginary one.
+void to(Ctx& c, const TNode* n) {
+  const TV& z = c.in(n, 0);
+  DType want = c.out_dtype(n);
+  if (!is_complex(z)) {  // type_as(real tensor, complex tensor)
+    if (!is_complex(want)) throw UnsupportedError(std::string(n->kind().toQualString()) + " of a real tensor to a real type given a complex tensor");
+    std::string x = c.t_as(n, 0, real_of(want));
+    return set_complex(c, n, pair_from(c, x, c.b.op1("Mul", {x, c.b.scalar(0.0, real_of(want))}), c.out_rank(n)), want,
+                       c.out_shape(n));
+  }
+  if (is_complex(want)) {
+    std::string pair = want == z.dtype ? z.name : c.b.cast(z.name, real_of(want));
+    return set_complex(c, n, pair, want, c.out_shape(n));
+  }
+  std::string re = part_of(c, z.name, static_cast<int>(z.shape.size()), 0);
+  c.out(n, c.b.cast(re, want));
+}
+
+// to(real tensor, complex dtype): the value with a zero imaginary part.
+void to_complex(Ctx& c, const TNode* n, const Converter& real_fn) {
+  DType ct = c.out_dtype(n);
+  if (!is_complex(ct)) return real_fn(c, n);
+  DType t = real_of(ct);
+  std::string x = c.t_as(n, 0, t);
+  set_complex(c, n, pair_from(c, x, c.b.op1("Mul", {x, c.b.scalar(0.0, t)}), c.out_rank(n)), ct, c.out_shape(n));
 }
 
 // torch.complex(real, imag) and torch.polar(abs, angle): real operands, a complex result.
@@ -296,11 +350,18 @@ void add_complex_arith_ops(OpTable& t, bool complex_table) {
   if (!complex_table) {
     t["aten::complex"] = {complex_from};
     t["aten::polar"] = {polar};
+    t["aten::is_complex"] = {is_complex_op};
     for (const char* k : {"aten::zeros", "aten::empty"}) {
       auto it = t.find(k);
       if (it == t.end()) continue;
       Converter real_fn = it->second.fn;
       it->second.fn = [real_fn](Ctx& c, const TNode* n) { complex_zeros(c, n, real_fn); };
+    }
+    for (const char* k : {"aten::to", "aten::type_as"}) {
+      auto it = t.find(k);
+      if (it == t.end()) continue;
+      Converter real_fn = it->second.fn;
+      it->second.fn = [real_fn](Ctx& c, const TNode* n) { to_complex(c, n, real_fn); };
     }
     // Of a real tensor: the tensor itself.
     for (const char* k : {"aten::real", "aten::conj", "aten::_conj", "aten::resolve_conj", "aten::resolve_neg",
@@ -321,6 +382,11 @@ void add_complex_arith_ops(OpTable& t, bool complex_table) {
   t["aten::resolve_conj"] = {same};
   t["aten::resolve_neg"] = {same};
   t["aten::zeros_like"] = {zeros_like};
+  t["aten::angle"] = {angle};
+  t["aten::numel"] = {numel};
+  t["aten::log"] = {log};
+  t["aten::to"] = {to};
+  t["aten::type_as"] = {to};
   t["aten::copy"] = {copy};
   for (const char* k : {"aten::sum", "aten::mean", "aten::cumsum", "aten::matmul", "aten::mm", "aten::bmm",
                         "aten::mv", "aten::einsum", "aten::linear", "aten::tensordot", "aten::repeat",

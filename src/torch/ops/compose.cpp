@@ -75,6 +75,17 @@ std::string equal_to(Ctx& c, const std::string& a, const std::string& b, DType t
   return c.b.op1("Not", {c.b.op1("Or", {ordered, nan})});
 }
 
+std::string atan2_of(Ctx& c, const std::string& y, const std::string& x, DType t) {
+  // atan(y/x) corrected by pi for x < 0, on the side of y's sign.
+  std::string base = c.b.op1("Atan", {c.b.op1("Div", {y, x})});
+  // atan2(0, 0) is 0 (the quotient is NaN); atan2(0, x < 0) is pi below.
+  std::string zero = c.b.scalar(0, t);
+  base = c.b.op1("Where", {c.b.op1("And", {equal_to(c, x, zero, t), equal_to(c, y, zero, t)}), zero, base});
+  std::string neg_x = c.b.op1("Less", {x, zero});
+  std::string pi = c.b.op1("Where", {c.b.op1("Less", {y, zero}), c.b.scalar(-M_PI, t), c.b.scalar(M_PI, t)});
+  return c.b.op1("Add", {base, c.b.op1("Where", {neg_x, pi, zero})});
+}
+
 std::string reduce_loss(Ctx& c, const std::string& loss, int64_t reduction) {
   if (reduction == 0) return loss;
   return c.b.reduce(reduction == 1 ? "ReduceMean" : "ReduceSum", loss, {}, false);

@@ -17,6 +17,8 @@ std::string dim_size(Ctx& c, const std::string& x, const std::vector<int64_t>& s
 std::optional<int64_t> static_size(const std::vector<int64_t>& shape, int64_t axis);
 // a == b elementwise (bool) for operands of type t: Equal takes floats only from opset 11.
 std::string equal_to(Ctx& c, const std::string& a, const std::string& b, DType t);
+// atan2(y, x) of float tensors of type t (0 where both are 0).
+std::string atan2_of(Ctx& c, const std::string& y, const std::string& x, DType t);
 // Loss reduction (torch's enum: 0 none, 1 mean, 2 sum) over all elements.
 std::string reduce_loss(Ctx& c, const std::string& loss, int64_t reduction);
 // x reshaped so that its (1-D) values lie along `axis` of a rank-`rank` tensor: [1, .., n, .., 1].

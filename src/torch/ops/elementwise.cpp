@@ -2,7 +2,7 @@
 // operands are cast to the result type the profiling run observed.
 #include <cmath>
 
-#include "torch/ops/ops.h"
+#include "torch/ops/compose.h"
 
 namespace t2o {
 
@@ -348,17 +348,8 @@ void addcmul(Ctx& c, const TNode* n) {
 }
 
 void atan2(Ctx& c, const TNode* n) {
-  // atan(y/x) corrected by pi for x < 0, on the side of y's sign.
   DType t = c.out_dtype(n);
-  std::string y = c.t_as(n, 0, t), x = c.t_as(n, 1, t);
-  std::string base = c.b.op1("Atan", {c.b.op1("Div", {y, x})});
-  // atan2(0, 0) is 0 (the quotient is NaN); atan2(0, x < 0) is pi below.
-  std::string zero = c.b.scalar(0, t);
-  base = c.b.op1("Where", {c.b.op1("And", {equal(c, x, zero, t), equal(c, y, zero, t)}), zero, base});
-  std::string neg_x = c.b.op1("Less", {x, c.b.scalar(0, t)});
-  std::string y_neg = c.b.op1("Less", {y, c.b.scalar(0, t)});
-  std::string pi = c.b.op1("Where", {y_neg, c.b.scalar(-M_PI, t), c.b.scalar(M_PI, t)});
-  c.out(n, c.b.op1("Add", {base, c.b.op1("Where", {neg_x, pi, c.b.scalar(0, t)})}));
+  c.out(n, atan2_of(c, c.t_as(n, 0, t), c.t_as(n, 1, t), t));
 }
 
 // aten::nan_to_num(x, nan, posinf, neginf): defaults are 0 and the dtype's finite extremes.
