@@ -253,6 +253,30 @@ TEST(RuntimeShape, ExpandMatchesReference) {
   }
 }
 
+TEST(RuntimeShape, TileMatchesReference) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 120; ++trial) {
+    int rank = std::uniform_int_distribution<int>(0, 4)(rng);
+    Dims id = random_dims(rng, rank, 4);
+    std::vector<int64_t> reps(static_cast<size_t>(rank));
+    for (auto& v : reps) v = std::uniform_int_distribution<int>(0, 4)(rng);
+    if (rank > 0 && trial % 10 == 0) reps.back() = 300;  // many repeats of a short row
+    Dims od(id.size());
+    for (size_t k = 0; k < id.size(); ++k) od[k] = id[k] * reps[k];
+    for (DType dt : {DType::Float, DType::UInt8}) {
+      Tensor x = iota_tensor(dt, id);
+      Tensor want(dt, od);
+      size_t es = dtype_size(dt);
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        Dims oi = unravel(i, od), ii(id.size());
+        for (size_t k = 0; k < id.size(); ++k) ii[k] = oi[k] % id[k];
+        std::memcpy(static_cast<char*>(want.raw()) + i * es, static_cast<const char*>(x.raw()) + ravel(ii, id) * es, es);
+      }
+      ASSERT_TRUE(want.equals(run_op({"Tile"}, {x, ints(reps)})[0])) << dims_to_string(id) << " x " << ::testing::PrintToString(reps);
+    }
+  }
+}
+
 TEST(RuntimeShape, Semantics) {
   // TopK: ties keep the lower index first.
   Tensor x = Tensor::from_vector<float>({1, 3, 3, 2, 3}, {5});

@@ -293,17 +293,39 @@ void tile(KernelContext& ctx) {
   Tensor& y = ctx.allocate_output(0, x.dtype(), od);
   if (y.numel() == 0) return;
   if (r == 0) return copy_elems(x, 0, y, 0, 1);
-  // Each output row (last axis) is the matching input row repeated.
-  int64_t in_row = x.dims()[r - 1], rows = y.numel() / od[r - 1];
-  Dims ist = strides_of(x.dims());
+  // x at the origin of y, a row (last axis) at a time; then, from the last axis to the first, each
+  // block that holds x's extent along an axis is repeated along it by doubling copies, so the work
+  // is a copy per input row plus a few per block, however many the repeats.
+  Dims yst = strides_of(od);
+  int64_t in_row = x.dims()[r - 1], xrows = x.numel() / in_row;
   std::vector<int64_t> idx(r - 1, 0);
-  for (int64_t row = 0; row < rows; ++row) {
-    int64_t src = 0;
-    for (size_t k = 0; k + 1 < r; ++k) src += (idx[k] % x.dims()[k]) * ist[k];
-    for (int64_t j = 0; j < reps[r - 1]; ++j) copy_elems(x, src, y, row * od[r - 1] + j * in_row, in_row);
+  for (int64_t row = 0; row < xrows; ++row) {
+    int64_t dst = 0;
+    for (size_t k = 0; k + 1 < r; ++k) dst += idx[k] * yst[k];
+    copy_elems(x, row * in_row, y, dst, in_row);
     for (size_t k = r - 1; k-- > 0;) {
-      if (++idx[k] < od[k]) break;
+      if (++idx[k] < x.dims()[k]) break;
       idx[k] = 0;
+    }
+  }
+  for (size_t k = r; k-- > 0;) {
+    int64_t have = x.dims()[k] * yst[k], want = od[k] * yst[k];
+    if (have == want) continue;
+    int64_t slabs = 1;
+    for (size_t j = 0; j < k; ++j) slabs *= x.dims()[j];
+    std::vector<int64_t> at(k, 0);
+    for (int64_t s = 0; s < slabs; ++s) {
+      int64_t base = 0;
+      for (size_t j = 0; j < k; ++j) base += at[j] * yst[j];
+      for (int64_t done = have; done < want;) {
+        int64_t n = std::min(done, want - done);
+        copy_elems(y, base, y, base + done, n);
+        done += n;
+      }
+      for (size_t j = k; j-- > 0;) {
+        if (++at[j] < x.dims()[j]) break;
+        at[j] = 0;
+      }
     }
   }
 }
