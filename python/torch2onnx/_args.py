@@ -11,6 +11,7 @@ tracing does that; scripted, through a small scripted wrapper that passes them a
 import inspect
 import linecache
 import os
+import warnings
 
 import torch
 
@@ -451,8 +452,24 @@ def _prepare_traced(p, model, args, kwargs, work_dir):
         names = [n for n, _ in inputs]
 
     def trace(m):
-        with p.routing.tracing(), torch.no_grad():
-            return torch.jit.trace(m, example, check_trace=False, strict=False)
+        with p.routing.tracing(), torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", torch.jit.TracerWarning)
+            traced = torch.jit.trace(m, example, check_trace=False, strict=False)
+        # Python values computed from tensors (int(x.shape[0] / k), a branch on a tensor) are
+        # frozen into the trace: the exported model then holds the example's value at every size.
+        seen = set()
+        for w in caught:
+            if not issubclass(w.category, torch.jit.TracerWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                continue
+            where = f"{os.path.basename(w.filename)}:{w.lineno}"
+            if where in seen:
+                continue
+            seen.add(where)
+            p.warnings.append(f"tracing froze a value computed from a tensor at {where} ({str(w.message).split('.')[0]}): "
+                              "the model holds the example's value at every size; compute it with tensor ops, or "
+                              "export with script=True")
+        return traced
 
     try:
         try:

@@ -72,6 +72,22 @@ def test_train_mode_model_exports_eval_semantics_with_a_warning(tmp_path):
     np.testing.assert_allclose(got, m.eval()(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
+class FrozenBatch(torch.nn.Module):
+    """Swin's window_reverse: the batch recomputed as a Python int, which tracing freezes."""
+
+    def forward(self, w):
+        b = int(w.shape[0] / 4)
+        return w.view(b, -1).sum(1)
+
+
+def test_trace_that_freezes_a_value_warns_with_its_line(tmp_path):
+    x = torch.randn(8, 3)
+    with pytest.warns(torch2onnx.ConversionWarning, match=r"tracing froze a value computed from a tensor at test_export.py:\d+"):
+        r = torch2onnx.export(FrozenBatch(), (x,), tmp_path / "f.onnx", input_names=["w"],
+                              dynamic_axes={"w": {0: "n"}})
+    assert len([w for w in r.warnings if "tracing froze" in w]) == 1
+
+
 def test_file_object_and_verify(tmp_path):
     m = Mlp().eval()
     buf = io.BytesIO()
