@@ -967,6 +967,7 @@ const std::unordered_map<std::string, OpEntry>& op_table() {
     register_range_ops(t);
     register_dict_ops(t);
     register_detection_ops(t);
+    register_deform_ops(t);
     register_assorted_ops(t);
     register_spectral_ops(t);
     register_quantized_ops(t);

@@ -502,6 +502,27 @@ class Atan2Zeros(nn.Module):
         return torch.atan2(y, x), torch.atan2(iy, ix)
 
 
+class DeformableConvs(nn.Module):
+    """torchvision's DeformConv2d as detection necks use it: DCNv1 (offsets from a conv), DCNv2 with a
+    modulation mask, stride, padding, dilation, two weight groups and two offset groups; offsets large
+    enough to sample outside the image."""
+    def __init__(self):
+        super().__init__()
+        import torchvision
+        self.off1 = nn.Conv2d(4, 18, 3, padding=1)
+        self.dc1 = torchvision.ops.DeformConv2d(4, 6, 3, padding=1)
+        self.off2 = nn.Conv2d(4, 2 * 2 * 9 + 2 * 9, 3, stride=2, padding=2, dilation=2)
+        self.dc2 = torchvision.ops.DeformConv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2, bias=False)
+
+    def forward(self, x):
+        import torchvision
+        a = self.dc1(x, self.off1(x) * 3.0)
+        o = self.off2(x)
+        offset, mask = o[:, :36] * 2.0, torch.sigmoid(o[:, 36:])
+        b = torchvision.ops.deform_conv2d(x, offset, self.dc2.weight, None, stride=2, padding=2, dilation=2, mask=mask)
+        return a, b
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -533,6 +554,10 @@ def fixtures():
                                        min_opset=(10, "aten::quantize_per_tensor", "x = self.conv(self.quant(x))")),
         "br_double_conv": lambda: dict(model=DoubleConvNet().double(), inputs=[r(2, 3, 10, 10, dtype=torch.float64)],
                                        dynamic=["x:0=b"], alt_inputs=[r(1, 3, 10, 10, dtype=torch.float64)]),
+        "br_deform_conv": lambda: dict(model=DeformableConvs(), inputs=[r(2, 4, 7, 9)], mode="trace",
+                                       dynamic=["x:0=b,2=h,3=w"], alt_inputs=[r(1, 4, 10, 6)],
+                                       min_opset=(11, "torchvision::deform_conv2d", "return torch.ops.torchvision.deform_conv2d(",
+                                                  __import__("torchvision").ops.deform_conv2d)),
         "br_adaptive_max_indices": lambda: dict(model=AdaptiveMaxIndices(),
                                                 inputs=[r(2, 3, 6, 8), r(4, 5, 5), r(3, 4, 7), r(1, 2, 4, 3, 5)]),
         "br_fake_quant_trace": lambda: dict(model=FakeQuant(), inputs=[qx, torch.tensor(0.02), torch.tensor(2)], mode="trace",

@@ -38,6 +38,7 @@ void register_nn_form_ops(OpTable& t);
 void register_range_ops(OpTable& t);
 void register_dict_ops(OpTable& t);  // wraps list forms of __getitem__, len, __contains__: after prim
 void register_detection_ops(OpTable& t);
+void register_deform_ops(OpTable& t);
 void register_assorted_ops(OpTable& t);
 void register_spectral_ops(OpTable& t);
 void register_quantized_ops(OpTable& t);
