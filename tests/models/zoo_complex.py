@@ -146,6 +146,16 @@ class ComplexArithmetic(nn.Module):
         return s[0], s[1], m, n, a, p, d, h[0], h[1], h[2]
 
 
+class UnevenHopRoundTrip(nn.Module):
+    """stft / istft with n_fft not a multiple of hop_length, with and without `length`."""
+    def forward(self, x):
+        w = torch.hann_window(16)
+        z = torch.stft(x, 16, 6, window=w, return_complex=True)
+        a = torch.istft(z * 0.5, 16, 6, window=w, length=x.shape[-1])
+        b = torch.istft(z, 16, 7, win_length=14, window=torch.hann_window(14))
+        return a, b
+
+
 def fixtures():
     r = torch.randn
     return {
@@ -174,6 +184,9 @@ def fixtures():
         "cx_fft_forms": lambda: dict(model=FftForms(), inputs=[r(2, 5, 6)], dynamic=["x:1=n,2=m"],
                                      alt_inputs=[r(2, 4, 9)], min_opset=(10, "aten::roll", "b = torch.fft.fftshift")),
         "cx_fft_forms_trace": lambda: dict(model=FftForms(), inputs=[r(2, 5, 6)], mode="trace"),
+        "cx_istft_uneven_hop": lambda: dict(model=UnevenHopRoundTrip(), inputs=[r(2, 100)], dynamic=["x:0=b,1=t"],
+                                            alt_inputs=[r(1, 131)],
+                                            min_opset=(10, "aten::istft", "a = torch.istft(")),
         "cx_arithmetic": lambda: dict(model=ComplexArithmetic(), inputs=[r(3, 4), r(3, 4)],
                                       dynamic=["re:0=n", "im:0=n"], alt_inputs=[r(5, 4), r(5, 4)]),
     }

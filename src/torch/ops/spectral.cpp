@@ -281,19 +281,25 @@ void view_as_complex(Ctx& c, const TNode* n) {
   set_complex(c, n, c.t(n, 0), t == DType::Double ? DType::Complex128 : DType::Complex64, shape);
 }
 
-// Overlap-add of frames [B, F, n] placed `hop` apart: [B, n + hop * (F - 1)]. With n a multiple of
-// hop, each frame is n / hop blocks of hop samples; block r of frame f lands on block f + r, so
-// the sum over r of the frames' blocks shifted by r (padding on the frames axis) is the result.
+// Overlap-add of frames [B, F, n] placed `hop` apart: [B, n + hop * (F - 1)]. Each frame, padded
+// with zeros to a multiple of hop, is `blocks` blocks of hop samples; block r of frame f lands on
+// block f + r, so the sum over r of the frames' blocks shifted by r (padding on the frames axis) is
+// the result, cut to its length when the frames were padded.
 std::string overlap_add(Ctx& c, const std::string& frames, int64_t n, int64_t hop, DType t) {
-  int64_t blocks = n / hop;
-  std::string b4 = c.b.op1("Reshape", {frames, c.b.i64s({0, 0, blocks, hop})});
+  int64_t blocks = (n + hop - 1) / hop;
+  std::string padded = frames;
+  if (blocks * hop != n) padded = c.b.pad(frames, {0, 0, 0, 0, 0, blocks * hop - n}, "constant", 0.0, t);
+  std::string b4 = c.b.op1("Reshape", {padded, c.b.i64s({0, 0, blocks, hop})});
   std::string sum;
   for (int64_t r = 0; r < blocks; ++r) {
     std::string part = c.b.squeeze(c.b.slice(b4, {r}, {r + 1}, {2}), {2});  // [B, F, hop]
     part = c.b.pad(part, {0, r, 0, 0, blocks - 1 - r, 0}, "constant", 0.0, t);
     sum = sum.empty() ? part : c.b.op1("Add", {sum, part});
   }
-  return c.b.op1("Reshape", {sum, c.b.i64s({0, -1})});
+  std::string y = c.b.op1("Reshape", {sum, c.b.i64s({0, -1})});
+  if (blocks * hop == n) return y;
+  // The padding's zeros past the last frame: n - blocks * hop samples too many.
+  return c.b.slice(y, {0}, {n - blocks * hop}, {1});
 }
 
 // aten::istft(z, n_fft, hop_length, win_length, window, center, normalized, onesided, length,
@@ -323,7 +329,6 @@ void istft(Ctx& c, const TNode* n) {
   bool normalized = c.flag(n, "normalized", false);
   if (c.flag(n, "return_complex", false)) throw UnsupportedError("aten::istft with return_complex=True");
   if (hop <= 0 || win_length <= 0 || win_length > n_fft) throw Error("aten::istft: invalid win_length or hop_length");
-  if (n_fft % hop != 0) throw UnsupportedError("aten::istft with n_fft not a multiple of hop_length");
   bool batched = z.shape.size() == 3;
   int64_t bins = z.shape[batched ? 1 : 0];
   const TV* os = c.arg(n, "onesided");
