@@ -523,6 +523,19 @@ class DeformableConvs(nn.Module):
         return a, b
 
 
+class GridSamples(nn.Module):
+    """F.grid_sample in every mode and padding that GridSample (opset 16) has besides bicubic, with and
+    without align_corners, on a grid that reaches outside the image (spatial transformers, flow warping)."""
+    def forward(self, x, grid):
+        g = grid * 1.4
+        outs = []
+        for mode in ("bilinear", "nearest"):
+            for padding in ("zeros", "border", "reflection"):
+                for ac in (False, True):
+                    outs.append(F.grid_sample(x, g, mode=mode, padding_mode=padding, align_corners=ac))
+        return outs
+
+
 def fixtures():
     r = torch.randn
     qx = torch.randn(6, 4, 3, 3) * 2
@@ -558,6 +571,10 @@ def fixtures():
                                        dynamic=["x:0=b,2=h,3=w"], alt_inputs=[r(1, 4, 10, 6)],
                                        min_opset=(11, "torchvision::deform_conv2d", "return torch.ops.torchvision.deform_conv2d(",
                                                   __import__("torchvision").ops.deform_conv2d)),
+        "br_grid_sample": lambda: dict(model=GridSamples(), inputs=[r(2, 3, 5, 7), torch.rand(2, 4, 6, 2) * 2 - 1],
+                                       dynamic=["x:0=b,2=h,3=w", "grid:0=b,1=ho,2=wo"],
+                                       alt_inputs=[r(1, 3, 1, 9), torch.rand(1, 3, 5, 2) * 2 - 1],
+                                       min_opset=(11, "aten::grid_sampler", "outs.append(F.grid_sample")),
         "br_adaptive_max_indices": lambda: dict(model=AdaptiveMaxIndices(),
                                                 inputs=[r(2, 3, 6, 8), r(4, 5, 5), r(3, 4, 7), r(1, 2, 4, 3, 5)]),
         "br_fake_quant_trace": lambda: dict(model=FakeQuant(), inputs=[qx, torch.tensor(0.02), torch.tensor(2)], mode="trace",

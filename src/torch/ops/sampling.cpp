@@ -4,6 +4,75 @@
 namespace t2o {
 namespace {
 
+// Coordinate `v` (unnormalized, for an axis of `size` (float) pixels) reflected into range as
+// torch's reflect_coordinates does: about [0, size - 1] with align_corners, else about
+// [-0.5, size - 0.5], then clipped to [0, size - 1].
+std::string reflect(Ctx& c, const std::string& v, const std::string& size, bool align_corners, DType t) {
+  std::string one = c.b.scalar(1.0, t), half = c.b.scalar(0.5, t);
+  std::string lo = align_corners ? c.b.scalar(0.0, t) : c.b.scalar(-0.5, t);
+  std::string span = align_corners ? c.b.op1("Sub", {size, one}) : size;
+  std::string in = c.b.op1("Abs", {c.b.op1("Sub", {v, lo})});
+  // A span of 0 (one pixel with align_corners) reflects everything to 0.
+  std::string safe = c.b.op1("Max", {span, c.b.scalar(1e-30, t)});
+  std::string flips = c.b.op1("Floor", {c.b.op1("Div", {in, safe})});
+  std::string extra = c.b.op1("Sub", {in, c.b.op1("Mul", {flips, safe})});
+  std::string odd = c.b.op1("Sub", {flips, c.b.op1("Mul", {c.b.op1("Floor", {c.b.op1("Mul", {flips, half})}), c.b.scalar(2.0, t)})});
+  std::string even = c.b.op1("Less", {odd, half});
+  std::string r = c.b.op1("Where", {even, c.b.op1("Add", {extra, lo}), c.b.op1("Add", {c.b.op1("Sub", {span, extra}), lo})});
+  r = c.b.op1("Where", {c.b.op1("Greater", {span, c.b.scalar(0.0, t)}), r, c.b.scalar(0.0, t)});
+  return c.b.op1("Min", {c.b.op1("Max", {r, c.b.scalar(0.0, t)}), c.b.op1("Sub", {size, one})});
+}
+
+// grid_sample before GridSample (opset 16), 4-D: each output position reads its nearest pixel or
+// its four bilinear corners by GatherElements of the input flattened to [N, C, H W], corners
+// outside the image reading 0 (zeros padding; border and reflection move the coordinate inside
+// first), as torch's grid_sampler_2d computes. Needs opset 11.
+std::string grid_sample_gathered(Ctx& c, const std::string& x, const std::string& grid, int64_t mode, int64_t padding,
+                                 bool align_corners, DType t) {
+  c.b.require(11, "aten::grid_sampler before GridSample (GatherElements)");
+  if (mode == 2) throw OpsetError("aten::grid_sampler with bicubic interpolation", 16);
+  std::string N = c.b.unsqueeze(c.b.dim(x, 0), {0}), C = c.b.unsqueeze(c.b.dim(x, 1), {0});
+  std::string Hi = c.b.dim(x, 2), Wi = c.b.dim(x, 3);
+  std::string H = c.b.cast(Hi, t), W = c.b.cast(Wi, t);
+  std::string one = c.b.scalar(1.0, t), zero = c.b.scalar(0.0, t), half = c.b.scalar(0.5, t);
+  auto coord = [&](int64_t k, const std::string& size) {  // grid[..., k] unnormalized
+    std::string g = c.b.op1("Gather", {grid, c.b.i64(k)}, {Attribute::make_int("axis", 3)});  // [N, Ho, Wo]
+    std::string v = align_corners ? c.b.op1("Mul", {c.b.op1("Mul", {c.b.op1("Add", {g, one}), half}), c.b.op1("Sub", {size, one})})
+                                  : c.b.op1("Mul", {c.b.op1("Sub", {c.b.op1("Mul", {c.b.op1("Add", {g, one}), size}), one}), half});
+    if (padding == 1) v = c.b.op1("Min", {c.b.op1("Max", {v, zero}), c.b.op1("Sub", {size, one})});
+    if (padding == 2) v = reflect(c, v, size, align_corners, t);
+    return v;
+  };
+  std::string ix = coord(0, W), iy = coord(1, H);
+  std::string flat = c.b.op1("Reshape", {x, c.b.concat({N, C, c.b.i64s({-1})}, 0)});  // [N, C, H W]
+  std::string Ho_Wo = c.b.concat({N, c.b.i64s({1, -1})}, 0);
+  // The value at integer coordinates (xc, yc) [N, Ho, Wo], 0 outside the image.
+  auto read = [&](const std::string& xc, const std::string& yc, const std::string& weight) {
+    std::string ok = c.b.op1("And", {c.b.op1("And", {c.b.op1("Greater", {xc, c.b.scalar(-1.0, t)}), c.b.op1("Less", {xc, W})}),
+                                    c.b.op1("And", {c.b.op1("Greater", {yc, c.b.scalar(-1.0, t)}), c.b.op1("Less", {yc, H})})});
+    std::string xi = c.b.cast(c.b.op1("Min", {c.b.op1("Max", {xc, zero}), c.b.op1("Sub", {W, one})}), DType::Int64);
+    std::string yi = c.b.cast(c.b.op1("Min", {c.b.op1("Max", {yc, zero}), c.b.op1("Sub", {H, one})}), DType::Int64);
+    std::string idx = c.b.op1("Reshape", {c.b.op1("Add", {c.b.op1("Mul", {yi, Wi}), xi}), Ho_Wo});  // [N, 1, Ho Wo]
+    idx = c.b.op1("Expand", {idx, c.b.concat({N, C, c.b.unsqueeze(c.b.dim(idx, 2), {0})}, 0)});
+    std::string v = c.b.op1("GatherElements", {flat, idx}, {Attribute::make_int("axis", 2)});
+    std::string w = c.b.op1("Where", {ok, weight, zero});
+    return c.b.op1("Mul", {v, c.b.op1("Reshape", {w, Ho_Wo})});
+  };
+  std::string out;
+  if (mode == 1) {
+    out = read(c.b.op1("Round", {ix}), c.b.op1("Round", {iy}), one);
+  } else {
+    std::string x0 = c.b.op1("Floor", {ix}), y0 = c.b.op1("Floor", {iy});
+    std::string x1 = c.b.op1("Add", {x0, one}), y1 = c.b.op1("Add", {y0, one});
+    std::string lx = c.b.op1("Sub", {ix, x0}), ly = c.b.op1("Sub", {iy, y0});
+    std::string hx = c.b.op1("Sub", {one, lx}), hy = c.b.op1("Sub", {one, ly});
+    out = c.b.op1("Add", {c.b.op1("Add", {read(x0, y0, c.b.op1("Mul", {hx, hy})), read(x1, y0, c.b.op1("Mul", {lx, hy}))}),
+                          c.b.op1("Add", {read(x0, y1, c.b.op1("Mul", {hx, ly})), read(x1, y1, c.b.op1("Mul", {lx, ly}))})});
+  }
+  std::string Ho = c.b.unsqueeze(c.b.dim(grid, 1), {0}), Wo = c.b.unsqueeze(c.b.dim(grid, 2), {0});
+  return c.b.op1("Reshape", {out, c.b.concat({N, C, Ho, Wo}, 0)});
+}
+
 // aten::grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners); torch's enums
 // in the order of ONNX's mode strings.
 void grid_sampler(Ctx& c, const TNode* n) {
@@ -15,6 +84,8 @@ void grid_sampler(Ctx& c, const TNode* n) {
     throw UnsupportedError("aten::grid_sampler with interpolation mode " + std::to_string(mode) + ", padding mode " +
                            std::to_string(padding));
   DType t = c.out_dtype(n);
+  if (c.b.opset() < 16) return c.out(n, grid_sample_gathered(c, c.t_as(n, 0, t), c.t_as(n, 1, t), mode, padding,
+                                                            c.flag(n, "align_corners", false), t));
   c.out(n, c.b.op1("GridSample", {c.t_as(n, 0, t), c.t_as(n, 1, t)},
                    {Attribute::make_string("mode", modes[mode]), Attribute::make_string("padding_mode", paddings[padding]),
                     Attribute::make_int("align_corners", c.flag(n, "align_corners", false))}));
@@ -137,7 +208,7 @@ void multinomial(Ctx& c, const TNode* n) {
 }  // namespace
 
 void register_sampling_ops(OpTable& t) {
-  t["aten::grid_sampler"] = {grid_sampler, 16};
+  t["aten::grid_sampler"] = {grid_sampler, 11};
   t["aten::affine_grid_generator"] = {affine_grid_generator};
   t["aten::multinomial"] = {multinomial};
   t["aten::bernoulli"] = {bernoulli};
