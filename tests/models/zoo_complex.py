@@ -156,6 +156,25 @@ class UnevenHopRoundTrip(nn.Module):
         return a, b
 
 
+class LongConvolution(nn.Module):
+    """Hyena's FFT convolution: a filter as long as the sequence, applied by rfft / irfft of twice the
+    length (n = 4200 = 60 x 70: the four-step factorization), and other long transforms."""
+    def __init__(self, length=2100, channels=3):
+        super().__init__()
+        g = torch.Generator().manual_seed(5)
+        self.k = nn.Parameter(torch.randn(channels, length, generator=g) * torch.exp(-torch.arange(length) / 300.0))
+
+    def forward(self, u):
+        seqlen = u.shape[-1]
+        fft_size = 2 * seqlen
+        k_f = torch.fft.rfft(self.k, n=fft_size) / fft_size
+        u_f = torch.fft.rfft(u, n=fft_size)
+        y = torch.fft.irfft(u_f * k_f, n=fft_size, norm="forward")[..., :seqlen]
+        c = torch.view_as_real(torch.fft.fft(u, n=1500, norm="ortho"))  # 30 x 50, cut
+        d = torch.view_as_real(torch.fft.ihfft(u).resolve_conj())         # 42 x 50, real in
+        return y + u, c, d
+
+
 def fixtures():
     r = torch.randn
     return {
@@ -187,6 +206,8 @@ def fixtures():
         "cx_istft_uneven_hop": lambda: dict(model=UnevenHopRoundTrip(), inputs=[r(2, 100)], dynamic=["x:0=b,1=t"],
                                             alt_inputs=[r(1, 131)],
                                             min_opset=(10, "aten::istft", "a = torch.istft(")),
+        "cx_long_convolution": lambda: dict(model=LongConvolution(), inputs=[r(2, 3, 2100)], dynamic=["u:0=b"],
+                                            alt_inputs=[r(1, 3, 2100)]),
         "cx_arithmetic": lambda: dict(model=ComplexArithmetic(), inputs=[r(3, 4), r(3, 4)],
                                       dynamic=["re:0=n", "im:0=n"], alt_inputs=[r(5, 4), r(5, 4)]),
     }

@@ -157,6 +157,132 @@ std::vector<int64_t> leading_zeros(int count, std::vector<int64_t> tail) {
   return s;
 }
 
+// How one axis is transformed: a dense DFT matrix (short axes, any axis whose length is known only
+// at run time, and prime lengths up to the size limit); for a longer static length n = n1 n2, the
+// four-step factorization (DFTs of n1 and n2 points with a twiddle product between, so matrices of
+// n1^2 and n2^2 entries, computed in double, instead of n^2). ONNX's DFT op (opset 17) is not used:
+// ONNX Runtime 1.30 computes long float32 DFTs of lengths that are not powers of two with errors
+// around 1e-2 of the signal's scale.
+enum class Method { Dense, FourStep };
+constexpr int64_t kDenseMax = 1024;                        // longer static axes factor when they can
+constexpr double kMaxBasisElements = 32.0 * 1024 * 1024;  // 128 MB as float32
+
+int64_t factor_near_sqrt(int64_t n) {
+  int64_t best = 0;
+  for (int64_t d = 2; d * d <= n; ++d)
+    if (n % d == 0) best = d;
+  return best;
+}
+
+Method method_for(Form form, const Len& n) {
+  if (n.v < 0 || n.v <= kDenseMax) return Method::Dense;
+  if (factor_near_sqrt(n.v) > 0) return Method::FourStep;
+  double N = static_cast<double>(n.v), bins = static_cast<double>(n.v / 2 + 1);
+  double elems = form == Form::C2C ? 4 * N * N : 2 * N * bins;
+  if (elems <= kMaxBasisElements) return Method::Dense;
+  throw UnsupportedError("an FFT of prime length " + std::to_string(n.v) + ": its DFT matrix would take " +
+                         std::to_string(static_cast<int64_t>(elems * 4 / (1 << 20))) +
+                         " MB (lengths with factors are split into shorter transforms)");
+}
+
+// The full spectrum [.., n, ..] of a half one [.., n / 2 + 1, ..] (pair tensor of logical rank r,
+// along `axis`): bins past n / 2 are the conjugates of those before, in reverse.
+std::string hermitian_full(Ctx& c, const std::string& half, int r, int64_t axis, int64_t n, DType t) {
+  int64_t bins = n / 2 + 1, extra = n - bins;
+  if (extra == 0) return half;
+  std::string tail = c.b.take(half, bins, extra, 0, -1, axis);  // X[n - bins], ..., X[1]
+  tail = c.b.op1("Mul", {tail, c.b.vec({1.0, -1.0}, t)});
+  return c.b.concat({half, tail}, axis);
+}
+
+// Twiddles w^(j2 k1) (w = e^(sgn 2 pi i / n)) as a [n1, n2] pair constant.
+std::string twiddles(Ctx& c, int64_t n1, int64_t n2, bool inverse, DType t) {
+  int64_t n = n1 * n2;
+  double sgn = inverse ? 1.0 : -1.0;
+  at::Tensor w = at::empty({n1, n2, 2}, at::kDouble);
+  auto a = w.accessor<double, 3>();
+  for (int64_t k1 = 0; k1 < n1; ++k1)
+    for (int64_t j2 = 0; j2 < n2; ++j2) {
+      double angle = 2.0 * M_PI * static_cast<double>((j2 * k1) % n) / static_cast<double>(n);
+      a[k1][j2][0] = std::cos(angle);
+      a[k1][j2][1] = sgn * std::sin(angle);
+    }
+  return c.b.constant(tensor_from_torch(w.to(t == DType::Double ? at::kDouble : at::kFloat)), "twiddles");
+}
+
+void step(Ctx& c, Val& v, Form form, bool inverse, int64_t axis, const Len& n, bool given);
+
+// C2C of the static length n = n1 n2 along `axis` of a pair value (already of that length):
+// x[n2 j1 + j2] as [n1, n2]; DFTs over j1, twiddles w^(j2 k1), DFTs over j2; X[k1 + n1 k2] is
+// then the transpose, flattened.
+void four_step(Ctx& c, Val& v, bool inverse, int64_t axis, int64_t n) {
+  int64_t n1 = factor_near_sqrt(n), n2 = n / n1;
+  int r = v.rank;
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < r; ++d)
+    if (d != axis) perm.push_back(d);
+  perm.push_back(axis);
+  std::vector<int64_t> inv(static_cast<size_t>(r));
+  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  std::vector<int64_t> shape;
+  for (int64_t d : perm) shape.push_back(v.shape[static_cast<size_t>(d)]);
+  if (axis != r - 1) {
+    std::vector<int64_t> p = perm;
+    p.push_back(r);
+    v.x = c.b.transpose(v.x, p);
+  }
+  v.x = c.b.op1("Reshape", {v.x, c.b.i64s(leading_zeros(r - 1, {n1, n2, 2}))});
+  v.rank = r + 1;
+  v.shape.assign(shape.begin(), shape.end() - 1);
+  v.shape.push_back(n1);
+  v.shape.push_back(n2);
+  step(c, v, Form::C2C, inverse, r - 1, {n1, ""}, false);
+  // Twiddle product on [.., k1, j2].
+  std::string tw = twiddles(c, n1, n2, inverse, v.t);
+  std::string zr = part_of(c, v.x, r + 1, 0), zi = part_of(c, v.x, r + 1, 1);
+  std::string tr = part_of(c, tw, 2, 0), ti = part_of(c, tw, 2, 1);
+  std::string re = c.b.op1("Sub", {c.b.op1("Mul", {zr, tr}), c.b.op1("Mul", {zi, ti})});
+  std::string im = c.b.op1("Add", {c.b.op1("Mul", {zr, ti}), c.b.op1("Mul", {zi, tr})});
+  v.x = pair_from(c, re, im, r + 1);
+  step(c, v, Form::C2C, inverse, r, {n2, ""}, false);
+  std::vector<int64_t> swap;
+  for (int64_t d = 0; d < r - 1; ++d) swap.push_back(d);
+  swap.insert(swap.end(), {r, r - 1, r + 1});
+  v.x = c.b.transpose(v.x, swap);
+  v.x = c.b.op1("Reshape", {v.x, c.b.i64s(leading_zeros(r - 1, {n, 2}))});
+  v.rank = r;
+  shape.back() = n;
+  v.shape = shape;
+  if (axis != r - 1) {
+    inv.push_back(r);
+    v.x = c.b.transpose(v.x, inv);
+    std::vector<int64_t> back(static_cast<size_t>(r));
+    for (int64_t d = 0; d < r; ++d) back[static_cast<size_t>(d)] = shape[static_cast<size_t>(inv[static_cast<size_t>(d)])];
+    v.shape = back;
+  }
+}
+
+// R2C and C2R through the C2C factorization: a real input becomes a pair with zero imaginary parts
+// and keeps the first n / 2 + 1 bins; a half spectrum is made full and keeps the real part.
+void four_step_form(Ctx& c, Val& v, Form form, bool inverse, int64_t axis, int64_t n) {
+  int r = v.rank;
+  if (form == Form::R2C) {
+    v.x = pair_from(c, v.x, c.b.op1("Mul", {v.x, c.b.scalar(0.0, v.t)}), r);
+    v.pair = true;
+  } else if (form == Form::C2R) {
+    v.x = hermitian_full(c, v.x, r, axis, n, v.t);
+  }
+  v.shape[static_cast<size_t>(axis)] = n;
+  four_step(c, v, inverse, axis, n);
+  if (form == Form::R2C) {
+    v.x = c.b.slice(v.x, {0}, {n / 2 + 1}, {axis});
+    v.shape[static_cast<size_t>(axis)] = n / 2 + 1;
+  } else if (form == Form::C2R) {
+    v.x = part_of(c, v.x, r, 0);
+    v.pair = false;
+  }
+}
+
 // One axis of signal length n transformed to the output layout of `form`; `given`: n was asked
 // for (the n / s argument), so the input is first cut or zero-padded to it.
 void step(Ctx& c, Val& v, Form form, bool inverse, int64_t axis, const Len& n, bool given) {
@@ -165,7 +291,10 @@ void step(Ctx& c, Val& v, Form form, bool inverse, int64_t axis, const Len& n, b
     Len have = size_of(c, v.x, v.shape, axis);
     Len in_len = form == Form::C2R ? half_bins(c, n) : n;
     v.x = fit(c, v.x, r + (v.pair ? 1 : 0), axis, have, in_len, v.t);
+    v.shape[static_cast<size_t>(axis)] = in_len.v;
   }
+  Method m = method_for(form, n);
+  if (m == Method::FourStep) return four_step_form(c, v, form, inverse, axis, n.v);
   std::vector<int64_t> perm;
   for (int64_t d = 0; d < r; ++d)
     if (d != axis) perm.push_back(d);
