@@ -235,6 +235,9 @@ void mel_weight_matrix(KernelContext& ctx) {
   double lo = float_scalar(ctx, 3, "lower_edge_hertz"), hi = float_scalar(ctx, 4, "upper_edge_hertz");
   if (mels < 1 || nfft < 1 || rate < 1) ctx.fail("num_mel_bins, dft_length and sample_rate must be positive");
   int64_t bins = nfft / 2 + 1;
+  // The output first: its size is checked against the memory limit before anything is sized from
+  // the inputs (a 100-byte model asked for petabytes here).
+  Tensor& y = ctx.allocate_output(0, output_datatype(ctx), {bins, mels});
   auto to_mel = [](double f) { return 2595.0 * std::log10(1.0 + f / 700.0); };
   double lo_mel = to_mel(lo), hi_mel = to_mel(hi);
   // As the ONNX reference: mel_step divides by num_mel_bins + 2 points.
@@ -244,20 +247,22 @@ void mel_weight_matrix(KernelContext& ctx) {
     double hz = 700.0 * (std::pow(10.0, (static_cast<double>(i) * step + lo_mel) / 2595.0) - 1.0);
     fb[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(nfft + 1) * hz / static_cast<double>(rate)));
   }
-  std::vector<double> out(static_cast<size_t>(bins * mels), 0.0);
-  auto at = [&](int64_t j, int64_t i) -> double& {
-    if (j < 0 || j >= bins) ctx.fail("a mel band edge falls outside the spectrogram; check the edge frequencies");
-    return out[static_cast<size_t>(j * mels + i)];
-  };
-  for (int64_t i = 0; i < mels; ++i) {
-    int64_t l = fb[static_cast<size_t>(i)], c = fb[static_cast<size_t>(i + 1)], h = fb[static_cast<size_t>(i + 2)];
-    if (c == l) at(c, i) = 1.0;
-    else
-      for (int64_t j = l; j <= c; ++j) at(j, i) = static_cast<double>(j - l) / static_cast<double>(c - l);
-    if (h > c)
-      for (int64_t j = c; j < h; ++j) at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - c);
-  }
-  fill_from(ctx.allocate_output(0, output_datatype(ctx), {bins, mels}), out);
+  dispatch_dtype(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = y.data<T>();
+    auto set = [&](int64_t j, int64_t i, double v) {
+      if (j < 0 || j >= bins) ctx.fail("a mel band edge falls outside the spectrogram; check the edge frequencies");
+      store(p, j * mels + i, v);
+    };
+    for (int64_t i = 0; i < mels; ++i) {
+      int64_t l = fb[static_cast<size_t>(i)], c = fb[static_cast<size_t>(i + 1)], h = fb[static_cast<size_t>(i + 2)];
+      if (c == l) set(c, i, 1.0);
+      else
+        for (int64_t j = l; j <= c; ++j) set(j, i, static_cast<double>(j - l) / static_cast<double>(c - l));
+      if (h > c)
+        for (int64_t j = c; j < h; ++j) set(j, i, static_cast<double>(h - j) / static_cast<double>(h - c));
+    }
+  });
 }
 
 // The FFT fast path is chosen at build from KernelInfo::fast_paths.
