@@ -134,6 +134,13 @@ TEST(HardeningSizes, KernelsThatComputeShapesFromDataFailCleanly) {
                                 Tensor::from_vector<float>({0, 1}, {2})});
             }),
             kExitBadInput);
+  // MelWeightMatrix sized a scratch vector from num_mel_bins before its output was checked.
+  EXPECT_EQ(error_code([&] {
+              run_op("MelWeightMatrix", {Tensor::scalar<int64_t>(int64_t{1} << 40), Tensor::scalar<int64_t>(8),
+                                         Tensor::scalar<int64_t>(16000), Tensor::scalar<float>(0.0f),
+                                         Tensor::scalar<float>(8000.0f)});
+            }),
+            kExitBadInput);
 }
 
 TEST(HardeningSizes, MemoryLimitStopsAllocationsAndIsReturned) {
