@@ -161,8 +161,7 @@ std::vector<int64_t> leading_zeros(int count, std::vector<int64_t> tail) {
 // at run time, and prime lengths up to the size limit); for a longer static length n = n1 n2, the
 // four-step factorization (DFTs of n1 and n2 points with a twiddle product between, so matrices of
 // n1^2 and n2^2 entries, computed in double, instead of n^2). ONNX's DFT op (opset 17) is not used:
-// ONNX Runtime 1.30 computes long float32 DFTs of lengths that are not powers of two with errors
-// around 1e-2 of the signal's scale.
+// ONNX Runtime 1.30's float32 DFT of length 4200 was off by 1e-2 of the signal's scale.
 enum class Method { Dense, FourStep };
 constexpr int64_t kDenseMax = 1024;                        // longer static axes factor when they can
 constexpr double kMaxBasisElements = 32.0 * 1024 * 1024;  // 128 MB as float32
