@@ -101,8 +101,9 @@ struct ShrinkOp {
   template <typename C>
   C operator()(C x) const {
     double v = static_cast<double>(x);
-    if (v < -lambd) return static_cast<C>(v + bias);
-    if (v > lambd) return static_cast<C>(v - bias);
+    // Integer inputs with a bias past their range saturate (a plain cast is undefined there).
+    if (v < -lambd) return st<C>(v + bias);
+    if (v > lambd) return st<C>(v - bias);
     return C(0);
   }
 };
@@ -162,7 +163,7 @@ void run_clip(KernelContext& ctx, bool fast) {
     const Tensor& b = ctx.input(i);
     if (b.dtype() != x.dtype()) ctx.fail("bound type " + std::string(dtype_name(b.dtype())) + " differs from input");
     if (b.numel() != 1) ctx.fail("bounds must be scalars, got shape " + dims_to_string(b.dims()));
-    return static_cast<C>(ld(b.as_double(0)));
+    return st<C>(ld(b.as_double(0)));  // saturating: an int64 bound near 2^63 rounds past the range as a double
   };
   Tensor& out = ctx.allocate_output(0, x.dtype(), x.dims());
   dispatch_dtype(x.dtype(), [&](auto tag) {
