@@ -229,7 +229,7 @@ class GemmKernel : public OpKernel {
             double v = static_cast<double>(static_cast<Acc>(y[m * N + n])) * alpha_;
             if (c && beta_ != 0.0f) v += static_cast<double>(beta_) * static_cast<double>(c[m * cs[0] + n * cs[1]]);
             if constexpr (is_floatish<T>) y[m * N + n] = static_cast<T>(static_cast<float>(v));
-            else y[m * N + n] = static_cast<T>(v);
+            else y[m * N + n] = saturate_cast<T>(v);  // alpha / beta from the file can take it past T
           }
       }
     });

@@ -87,6 +87,7 @@ class Slice : public OpKernel {
 template <typename T>
 T from_double(double v) {
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return T(static_cast<float>(v));
+  else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return saturate_cast<T>(v);  // a file's float
   else return static_cast<T>(v);
 }
 
