@@ -101,6 +101,8 @@ std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float a
 bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M, int64_t K, int64_t N,
                      const float* a, const float* b, const float* bias, float beta_sum, float* c) {
   if (!b && !m.const_b.defined()) return false;
+  // oneDNN divides by these while choosing a kernel (SIGFPE on a zero); callers handle empties.
+  if (batch_a <= 0 || batch_b <= 0 || M <= 0 || K <= 0 || N <= 0) return false;
   int64_t batch = std::max(batch_a, batch_b);
   try {
     std::lock_guard<std::mutex> lock(m.mu);

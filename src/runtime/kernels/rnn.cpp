@@ -352,7 +352,8 @@ class RecurrentKernel : public OpKernel {
     if (X.rank() != 3 || W.rank() != 3 || R.rank() != 3) return false;
     int64_t S = layout_ == 0 ? X.dim(0) : X.dim(1), B = layout_ == 0 ? X.dim(1) : X.dim(0), I = X.dim(2);
     int64_t H = hidden_ > 0 ? hidden_ : R.dim(2);
-    if (H <= 0 || W.dims() != Dims{D, G * H, I} || R.dims() != Dims{D, G * H, H}) return false;
+    if (H <= 0 || S <= 0 || B <= 0 || I <= 0 || W.dims() != Dims{D, G * H, I} || R.dims() != Dims{D, G * H, H})
+      return false;  // empty sequences and batches: the reference kernel
     Dims state_dims = layout_ == 0 ? Dims{D, B, H} : Dims{B, D, H};
     bool lstm = cell_ == Cell::Lstm;
     if (ctx.has_input(3) && ctx.input(3).dims() != Dims{D, 2 * G * H}) return false;
