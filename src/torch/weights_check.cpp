@@ -4,6 +4,8 @@
 // hostile .pt would then read past a buffer or overflow the stack; these checks turn that into an
 // InputError (exit 4) before libtorch or our copy touches the data.
 #include <caffe2/serialize/inline_container.h>
+
+#include <cctype>
 #include <torch/csrc/jit/ir/constants.h>
 #include <pthread.h>
 
@@ -22,6 +24,38 @@ namespace {
 
 // Far above what real TorchScript code nests (a few dozen), far below what overflows the parser.
 constexpr int kMaxNesting = 256;
+
+// A module class body holds its method definitions, annotated attributes and constants
+// (`training : bool`, `in_features : Final[int] = 2`) and two unannotated lists, __parameters__
+// and __buffers__. libtorch's importer reads any other unannotated assignment there as a constant
+// and dereferences its missing type (SIGSEGV): refused here first.
+void check_module_class_bodies(const std::string& code, const std::string& record, const std::string& path) {
+  bool in_module = false;
+  size_t pos = 0;
+  while (pos < code.size()) {
+    size_t eol = code.find('\n', pos);
+    if (eol == std::string::npos) eol = code.size();
+    std::string line = code.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] != ' ') {
+      in_module = line.rfind("class ", 0) == 0 && line.find("(Module):") != std::string::npos;
+      continue;
+    }
+    if (!in_module || line.size() < 3 || line[0] != ' ' || line[1] != ' ' || line[2] == ' ') continue;
+    size_t k = 2;
+    while (k < line.size() && (std::isalnum(static_cast<unsigned char>(line[k])) || line[k] == '_')) ++k;
+    if (k == 2) continue;
+    std::string name = line.substr(2, k - 2);
+    size_t eq = k;
+    while (eq < line.size() && line[eq] == ' ') ++eq;
+    if (eq >= line.size() || line[eq] != '=' || (eq + 1 < line.size() && line[eq + 1] == '=')) continue;
+    if (name == "__parameters__" || name == "__buffers__") continue;
+    throw InputError("'" + path + "' is not a valid TorchScript file: " + record + " assigns '" + name +
+                         "' in a module class body without a type",
+                     "module classes declare attributes with a type (NAME : TYPE); save the model again");
+  }
+}
 
 // The deepest bracket nesting and the longest run of prefix operators ("- - - x", "not not x")
 // in TorchScript source, skipping string literals and comments.
@@ -294,7 +328,9 @@ void check_torchscript_archive(const std::string& path) {
       bool code = rec.rfind("code/", 0) == 0 && rec.size() > 3 && rec.compare(rec.size() - 3, 3, ".py") == 0;
       if (!code) continue;
       auto [data, size] = r.getRecord(rec);
-      check_code_nesting(std::string(static_cast<const char*>(data.get()), size), rec, path);
+      std::string text(static_cast<const char*>(data.get()), size);
+      check_code_nesting(text, rec, path);
+      check_module_class_bodies(text, rec, path);
     }
   } catch (const c10::Error& e) {
     std::string msg = e.what_without_backtrace();
