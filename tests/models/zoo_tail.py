@@ -303,7 +303,7 @@ def fixtures():
         "tail_grid_sample": lambda: dict(
             model=GridSample(), inputs=[r(2, 3, 5, 6), grid(2, 4, 7)], dynamic=["x:0=n,2=h,3=w", "grid:0=n,1=gh,2=gw"],
             alt_inputs=[r(1, 3, 7, 4), grid(1, 3, 5)], tol=(1e-4, 1e-5),
-            min_opset=(16, "aten::grid_sampler", 'a = F.grid_sample(x, grid, mode="bilinear"')),
+            min_opset=(16, "aten::grid_sampler", 'c = F.grid_sample(x, grid, mode="bicubic"')),
         "tail_random_draws": lambda: dict(model=RandomDraws(), inputs=[r(3, 4)], dynamic=["x:0=n"], alt_inputs=[r(5, 4)]),
         "tail_implicit_ints": lambda: dict(model=ImplicitInts(), inputs=[r(6), torch.tensor(3)], data=True,
                                            min_opset=(10, "aten::slice", "return x[:k]")),

@@ -33,6 +33,10 @@ std::string pair_from(Ctx& c, const std::string& re, const std::string& im, int 
 // A constant complex tensor as a complex TV (its pair tensor an initializer).
 TV constant_pair(Ctx& c, const at::Tensor& t);
 
+// The constant [n, 2 bins] matrix taking n real samples to the (real, imaginary) pairs of their
+// first `bins` DFT bins (cos and -sin, computed in double).
+std::string real_dft_basis(Ctx& c, int64_t n, int64_t bins, DType t);
+
 // Registration: `complex_table` selects the entries for ops given complex tensors (complex_op_table)
 // or for ops given real ones that make complex results (op_table).
 void add_complex_arith_ops(OpTable& t, bool complex_table);

@@ -10,7 +10,6 @@ namespace t2o {
 namespace {
 
 void deform_conv2d(Ctx& c, const TNode* n) {
-  c.b.require(11, "torchvision::deform_conv2d (GatherElements)");
   DType t = c.out_dtype(n);
   if (t != DType::Float && t != DType::Double) throw UnsupportedError("torchvision::deform_conv2d of a non-float input");
   const TV& wv = c.in(n, 1);

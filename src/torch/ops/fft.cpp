@@ -58,6 +58,23 @@ std::string fit(Ctx& c, const std::string& x, int trank, int64_t axis, const Len
   return pad_end(c, y, trank, concat_parts(c, {before, missing, after}), 0.0, t, {static_cast<int>(axis)});
 }
 
+}  // namespace
+
+std::string real_dft_basis(Ctx& c, int64_t n, int64_t bins, DType t) {
+  at::Tensor b = at::empty({n, bins, 2}, at::kDouble);
+  auto a = b.accessor<double, 3>();
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < bins; ++k) {
+      double angle = 2.0 * M_PI * static_cast<double>((j * k) % n) / static_cast<double>(n);
+      a[j][k][0] = std::cos(angle);
+      a[j][k][1] = -std::sin(angle);
+    }
+  return c.b.constant(tensor_from_torch(b.reshape({n, 2 * bins}).to(t == DType::Double ? at::kDouble : at::kFloat)),
+                      "dft_basis");
+}
+
+namespace {
+
 // The unscaled DFT matrix of one axis of length n, laid out for `x @ basis` with x's last axis the
 // flattened input: C2C [2n, 2n] ((j, re|im) -> (k, re|im)), R2C [n, 2 bins], C2R [2 bins, n]
 // (bins = n / 2 + 1; the inner bins count twice, the imaginary parts of DC and Nyquist not, as
@@ -84,14 +101,7 @@ std::string basis(Ctx& c, Form form, bool inverse, const Len& n, DType t) {
         }
       b = b.reshape({2 * N, 2 * N});
     } else if (form == Form::R2C) {
-      b = at::empty({N, bins, 2}, at::kDouble);
-      auto a = b.accessor<double, 3>();
-      for (int64_t j = 0; j < N; ++j)
-        for (int64_t k = 0; k < bins; ++k) {
-          a[j][k][0] = std::cos(angle(j, k));
-          a[j][k][1] = -std::sin(angle(j, k));
-        }
-      b = b.reshape({N, 2 * bins});
+      return real_dft_basis(c, N, bins, t);
     } else {
       b = at::empty({bins, 2, N}, at::kDouble);
       auto a = b.accessor<double, 3>();
@@ -140,6 +150,16 @@ std::string basis(Ctx& c, Form form, bool inverse, const Len& n, DType t) {
   std::string wi = c.b.op1("Where", {edge, c.b.scalar(0.0, t), c.b.scalar(-2.0, t)});
   std::string re = c.b.unsqueeze(c.b.op1("Mul", {C, w}), {1}), im = c.b.unsqueeze(c.b.op1("Mul", {S, wi}), {1});
   return c.b.op1("Reshape", {c.b.concat({re, im}, 1), c.b.concat({c.b.op1("Mul", {nr, two}), nc}, 0)});
+}
+
+// The permutation moving `axis` of a rank-r tensor last, and its inverse.
+void axis_last(int r, int64_t axis, std::vector<int64_t>& perm, std::vector<int64_t>& inv) {
+  perm.clear();
+  for (int64_t d = 0; d < r; ++d)
+    if (d != axis) perm.push_back(d);
+  perm.push_back(axis);
+  inv.assign(static_cast<size_t>(r), 0);
+  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
 }
 
 // A value being transformed: a real tensor or a pair tensor, its logical rank and shape.
@@ -217,12 +237,8 @@ void step(Ctx& c, Val& v, Form form, bool inverse, int64_t axis, const Len& n, b
 void four_step(Ctx& c, Val& v, bool inverse, int64_t axis, int64_t n) {
   int64_t n1 = factor_near_sqrt(n), n2 = n / n1;
   int r = v.rank;
-  std::vector<int64_t> perm;
-  for (int64_t d = 0; d < r; ++d)
-    if (d != axis) perm.push_back(d);
-  perm.push_back(axis);
-  std::vector<int64_t> inv(static_cast<size_t>(r));
-  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  std::vector<int64_t> perm, inv;
+  axis_last(r, axis, perm, inv);
   std::vector<int64_t> shape;
   for (int64_t d : perm) shape.push_back(v.shape[static_cast<size_t>(d)]);
   if (axis != r - 1) {
@@ -294,12 +310,8 @@ void step(Ctx& c, Val& v, Form form, bool inverse, int64_t axis, const Len& n, b
   }
   Method m = method_for(form, n);
   if (m == Method::FourStep) return four_step_form(c, v, form, inverse, axis, n.v);
-  std::vector<int64_t> perm;
-  for (int64_t d = 0; d < r; ++d)
-    if (d != axis) perm.push_back(d);
-  perm.push_back(axis);
-  std::vector<int64_t> inv(static_cast<size_t>(r));
-  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  std::vector<int64_t> perm, inv;
+  axis_last(r, axis, perm, inv);
   if (v.pair) {
     perm.push_back(r);
     if (axis != r - 1) v.x = c.b.transpose(v.x, perm);

@@ -29,8 +29,8 @@ std::string reflect(Ctx& c, const std::string& v, const std::string& size, bool 
 // first), as torch's grid_sampler_2d computes. Needs opset 11.
 std::string grid_sample_gathered(Ctx& c, const std::string& x, const std::string& grid, int64_t mode, int64_t padding,
                                  bool align_corners, DType t) {
-  c.b.require(11, "aten::grid_sampler before GridSample (GatherElements)");
   if (mode == 2) throw OpsetError("aten::grid_sampler with bicubic interpolation", 16);
+  c.b.require(11, "aten::grid_sampler before GridSample (GatherElements)");
   std::string N = c.b.unsqueeze(c.b.dim(x, 0), {0}), C = c.b.unsqueeze(c.b.dim(x, 1), {0});
   std::string Hi = c.b.dim(x, 2), Wi = c.b.dim(x, 3);
   std::string H = c.b.cast(Hi, t), W = c.b.cast(Wi, t);
@@ -208,7 +208,7 @@ void multinomial(Ctx& c, const TNode* n) {
 }  // namespace
 
 void register_sampling_ops(OpTable& t) {
-  t["aten::grid_sampler"] = {grid_sampler, 11};
+  t["aten::grid_sampler"] = {grid_sampler};  // opset 11 (bilinear, nearest) or 16 (bicubic): said by the converter
   t["aten::affine_grid_generator"] = {affine_grid_generator};
   t["aten::multinomial"] = {multinomial};
   t["aten::bernoulli"] = {bernoulli};

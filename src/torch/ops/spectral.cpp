@@ -72,17 +72,7 @@ void stft(Ctx& c, const TNode* n) {
   // [.., bins * 2] -> [.., bins, 2]: at every opset (ONNX Runtime's DFT op, opset 17, was off by
   // 3e-5 on PyTorch's stft samples where the product matches).
   int64_t bins = onesided ? n_fft / 2 + 1 : n_fft;
-  at::Tensor basis = at::empty({n_fft, bins, 2}, at::kDouble);
-  auto acc = basis.accessor<double, 3>();
-  for (int64_t j = 0; j < n_fft; ++j)
-    for (int64_t k = 0; k < bins; ++k) {
-      // (j * k) mod n_fft keeps the angle small, so cos/sin stay exact for long frames.
-      double angle = 2.0 * M_PI * static_cast<double>((j * k) % n_fft) / static_cast<double>(n_fft);
-      acc[j][k][0] = std::cos(angle);
-      acc[j][k][1] = -std::sin(angle);
-    }
-  basis = basis.reshape({n_fft, bins * 2}).to(t == DType::Double ? at::kDouble : at::kFloat);
-  std::string spec = c.b.op1("MatMul", {framed, c.b.constant(tensor_from_torch(basis), "dft_basis")});
+  std::string spec = c.b.op1("MatMul", {framed, cplx::real_dft_basis(c, n_fft, bins, t)});
   spec = c.b.op1("Reshape", {spec, c.b.i64s({0, 0, bins, 2})});
   // spec: [batch, frames, bins, 2]
   spec = c.b.transpose(spec, {0, 2, 1, 3});  // torch: [batch, bins, frames]
