@@ -25,6 +25,69 @@ namespace {
 // Far above what real TorchScript code nests (a few dozen), far below what overflows the parser.
 constexpr int kMaxNesting = 256;
 
+// The pickles of a TorchScript archive (data.pkl, constants.pkl): libtorch's unpickler grows its
+// memo to the largest index a BINPUT / LONG_BINPUT names, so a 4-byte index of 300 million asked
+// for gigabytes. A real pickle memoizes fewer objects than it has bytes; the opcodes torch writes
+// are walked (an unknown one ends the walk and leaves the rest to libtorch) and a larger index is
+// refused.
+void check_pickle_memo(const char* p, size_t n, const std::string& record, const std::string& path) {
+  size_t i = 0;
+  auto need = [&](size_t k) { return i + k <= n; };
+  auto le = [&](size_t at, int bytes) {
+    uint64_t v = 0;
+    for (int b = bytes - 1; b >= 0; --b) v = (v << 8) | static_cast<unsigned char>(p[at + static_cast<size_t>(b)]);
+    return v;
+  };
+  auto skip_line = [&] {
+    while (i < n && p[i] != '\n') ++i;
+    ++i;
+  };
+  while (i < n) {
+    unsigned char op = static_cast<unsigned char>(p[i++]);
+    switch (op) {
+      case 0x80: i += 1; break;                          // PROTO
+      case 0x95: i += 8; break;                          // FRAME
+      case 'c': skip_line(); skip_line(); break;         // GLOBAL
+      case 'q': case 'h': case 'K': i += 1; break;       // BINPUT, BINGET, BININT1
+      case 'M': i += 2; break;                           // BININT2
+      case 'J': i += 4; break;                           // BININT
+      case 'G': i += 8; break;                           // BINFLOAT
+      case 'j': i += 4; break;                           // LONG_BINGET
+      case 'r': {                                        // LONG_BINPUT
+        if (!need(4)) return;
+        uint64_t idx = le(i, 4);
+        if (idx >= n)
+          throw InputError("'" + path + "' is not a valid TorchScript file: " + record + " memoizes object " +
+                               std::to_string(idx) + " in " + std::to_string(n) + " bytes",
+                           "the file is corrupt; save the model again");
+        i += 4;
+        break;
+      }
+      case 'X': case 'B': {                              // BINUNICODE, BINBYTES
+        if (!need(4)) return;
+        i += 4 + le(i, 4);
+        break;
+      }
+      case 0x8c: case 'C': {                             // SHORT_BINUNICODE, SHORT_BINBYTES
+        if (!need(1)) return;
+        i += 1 + static_cast<unsigned char>(p[i]);
+        break;
+      }
+      case 0x8a: {                                       // LONG1
+        if (!need(1)) return;
+        i += 1 + static_cast<unsigned char>(p[i]);
+        break;
+      }
+      case '(': case ')': case ']': case '}': case 't': case 0x85: case 0x86: case 0x87: case 'N': case 0x88:
+      case 0x89: case 'Q': case 0x81: case 'R': case 'b': case 's': case 'u': case 'a': case 'e': case 0x94:
+      case 0x93: case '0': case '.':
+        break;                                           // no argument
+      default:
+        return;                                          // not one torch writes: libtorch decides
+    }
+  }
+}
+
 // A module class body holds its method definitions, annotated attributes and constants
 // (`training : bool`, `in_features : Final[int] = 2`) and two unannotated lists, __parameters__
 // and __buffers__. libtorch's importer reads any other unannotated assignment there as a constant
@@ -326,6 +389,11 @@ void check_torchscript_archive(const std::string& path) {
     }
     for (const std::string& rec : r.getAllRecords()) {
       bool code = rec.rfind("code/", 0) == 0 && rec.size() > 3 && rec.compare(rec.size() - 3, 3, ".py") == 0;
+      bool pickle = rec.size() > 4 && rec.compare(rec.size() - 4, 4, ".pkl") == 0;
+      if (pickle) {
+        auto [data, size] = r.getRecord(rec);
+        check_pickle_memo(static_cast<const char*>(data.get()), size, rec, path);
+      }
       if (!code) continue;
       auto [data, size] = r.getRecord(rec);
       std::string text(static_cast<const char*>(data.get()), size);
