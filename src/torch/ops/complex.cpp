@@ -39,6 +39,10 @@ std::string pair_from(Ctx& c, const std::string& re, const std::string& im, int 
   return c.b.concat({c.b.unsqueeze(re, {a}), c.b.unsqueeze(im, {a})}, a);
 }
 
+std::string real_pair(Ctx& c, const std::string& x, int rank, DType t) {
+  return pair_from(c, x, filled(c, c.b.shape_of(x), 0.0, t), rank);
+}
+
 TV constant_pair(Ctx& c, const at::Tensor& t) {
   at::Tensor z = t.resolve_conj().resolve_neg();
   TV r = TV::tensor(c.b.constant(tensor_from_torch(at::view_as_real(z).contiguous()), "weight"),
@@ -83,7 +87,7 @@ Parts parts(Ctx& c, const TNode* n, size_t i, DType real) {
 // re + i im with both parts broadcast to the result's shape (a part computed from one operand
 // alone may have a smaller shape).
 void set_parts(Ctx& c, const TNode* n, std::string re, std::string im, DType real) {
-  if (im.empty()) im = c.b.op1("Mul", {re, c.b.scalar(0.0, real)});
+  if (im.empty()) im = filled(c, c.b.shape_of(re), 0.0, real);
   std::vector<int64_t> shape = c.out_shape(n);
   re = c.b.op1("Expand", {re, c.b.shape_of(im)});
   im = c.b.op1("Expand", {im, c.b.shape_of(re)});
@@ -166,7 +170,7 @@ void copy(Ctx& c, const TNode* n) {
   Parts s = parts(c, n, 1, t);
   int r = self.rank_known ? static_cast<int>(self.shape.size()) : -1;
   std::string re = c.b.op1("Expand", {s.re, c.b.shape_of(part_of(c, self.name, r, 0))});
-  std::string im = s.im.empty() ? c.b.op1("Mul", {re, c.b.scalar(0.0, t)})
+  std::string im = s.im.empty() ? filled(c, c.b.shape_of(re), 0.0, t)
                                 : c.b.op1("Expand", {s.im, c.b.shape_of(re)});
   set_complex(c, n, pair_from(c, re, im, r), self.dtype, self.shape);
 }
@@ -221,7 +225,7 @@ void to(Ctx& c, const TNode* n) {
   if (!is_complex(z)) {  // type_as(real tensor, complex tensor)
     if (!is_complex(want)) throw UnsupportedError(std::string(n->kind().toQualString()) + " of a real tensor to a real type given a complex tensor");
     std::string x = c.t_as(n, 0, real_of(want));
-    return set_complex(c, n, pair_from(c, x, c.b.op1("Mul", {x, c.b.scalar(0.0, real_of(want))}), c.out_rank(n)), want,
+    return set_complex(c, n, real_pair(c, x, c.out_rank(n), real_of(want)), want,
                        c.out_shape(n));
   }
   if (is_complex(want)) {
@@ -238,7 +242,7 @@ void to_complex(Ctx& c, const TNode* n, const Converter& real_fn) {
   if (!is_complex(ct)) return real_fn(c, n);
   DType t = real_of(ct);
   std::string x = c.t_as(n, 0, t);
-  set_complex(c, n, pair_from(c, x, c.b.op1("Mul", {x, c.b.scalar(0.0, t)}), c.out_rank(n)), ct, c.out_shape(n));
+  set_complex(c, n, real_pair(c, x, c.out_rank(n), t), ct, c.out_shape(n));
 }
 
 // torch.complex(real, imag) and torch.polar(abs, angle): real operands, a complex result.

@@ -30,6 +30,9 @@ void set_complex(Ctx& c, const TNode* n, const std::string& pair, DType complex,
 std::string part_of(Ctx& c, const std::string& pair, int rank, int k);
 // The pair tensor of re + i im, two real tensors of logical rank `rank` and the same shape.
 std::string pair_from(Ctx& c, const std::string& re, const std::string& im, int rank);
+// A real tensor of logical rank `rank` as a pair tensor with zero imaginary parts (zeros, not
+// x * 0, so an infinite real part keeps a 0 imaginary one as torch does).
+std::string real_pair(Ctx& c, const std::string& x, int rank, DType t);
 // A constant complex tensor as a complex TV (its pair tensor an initializer).
 TV constant_pair(Ctx& c, const at::Tensor& t);
 

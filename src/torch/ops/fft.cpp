@@ -282,7 +282,7 @@ void four_step(Ctx& c, Val& v, bool inverse, int64_t axis, int64_t n) {
 void four_step_form(Ctx& c, Val& v, Form form, bool inverse, int64_t axis, int64_t n) {
   int r = v.rank;
   if (form == Form::R2C) {
-    v.x = pair_from(c, v.x, c.b.op1("Mul", {v.x, c.b.scalar(0.0, v.t)}), r);
+    v.x = real_pair(c, v.x, r, v.t);
     v.pair = true;
   } else if (form == Form::C2R) {
     v.x = hermitian_full(c, v.x, r, axis, n, v.t);
@@ -396,8 +396,7 @@ void fft(Ctx& c, const TNode* n, const FftOp& op) {
     if (op.hermitian) v.x = c.b.op1("Mul", {v.x, c.b.vec({1.0, -1.0}, v.t)});
   } else {
     if (!v.pair) {
-      std::string zeros = c.b.op1("Mul", {v.x, c.b.scalar(0.0, v.t)});
-      v.x = pair_from(c, v.x, zeros, v.rank);
+      v.x = real_pair(c, v.x, v.rank, v.t);
       v.pair = true;
     }
     if (op.form == Form::C2R) {
