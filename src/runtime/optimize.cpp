@@ -3,6 +3,7 @@
 #include "runtime/optimize.h"
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <map>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include "runtime/kernels/conv_dnnl.h"
+#include "runtime/kernels/int8.h"
 #include "runtime/session.h"
 
 namespace t2o {
@@ -52,16 +54,20 @@ class Fuser {
     std::map<size_t, Node> replace;  // position of the chain's last node -> fused node
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& conv = g_.nodes[i];
-      if (dead[i] || conv.op_type != "Conv" || !default_domain(conv) || conv.outputs.size() != 1) continue;
+      // Int8Conv takes the element-wise post-ops (not a residual sum: its output is a reorder away
+      // from where oneDNN writes it).
+      const bool int8 = conv.op_type == "Int8Conv" && conv.domain == kInternalDomain && !conv.has_attr("post_ops");
+      if (dead[i] || (conv.op_type != "Conv" && !int8) || (!int8 && !default_domain(conv)) || conv.outputs.size() != 1)
+        continue;
       const Tensor* w = conv.has_input(1) ? constant(conv.inputs[1]) : nullptr;
       // Only f32 weights: X must match them, so the fused kernel runs f32 (or reports the error).
-      if (!w || w->dtype() != DType::Float || conv.inputs.size() > 3) continue;
+      if (!int8 && (!w || w->dtype() != DType::Float || conv.inputs.size() > 3)) continue;
       std::vector<PostOp> ops;
       std::vector<size_t> chain;
       std::string residual, cur = conv.outputs[0];
       while (true) {
         std::vector<size_t> next;
-        std::optional<PostOp> op = match(cur, residual.empty(), next, residual);
+        std::optional<PostOp> op = match(cur, residual.empty() && !int8, next, residual);
         if (!op) break;
         ops.push_back(*op);
         for (size_t j : next) chain.push_back(j);
@@ -71,11 +77,11 @@ class Fuser {
       Node f;
       f.name = conv.name;
       f.doc_string = conv.doc_string;
-      f.op_type = "FusedConv";
+      f.op_type = int8 ? "Int8Conv" : "FusedConv";
       f.domain = kInternalDomain;
       f.attributes = conv.attributes;
       f.inputs = conv.inputs;
-      f.inputs.resize(3);
+      if (!int8) f.inputs.resize(3);
       if (!residual.empty()) f.inputs.push_back(residual);
       f.outputs = {cur};
       std::vector<std::string> kinds;
@@ -406,6 +412,277 @@ class Fuser {
   std::map<std::string, size_t> producer_;
 };
 
+// Integer products (see optimize.h): the dynamic chain DynamicQuantizeLinear -> MatMulInteger ->
+// Cast -> Mul(a_scale * Ws) [-> Add bias], and a static QDQ MatMul/Gemm (QuantizeLinear ->
+// DequantizeLinear on the activation, DequantizeLinear of constant int8 weights), each become one
+// Int8MatMul. The quantizing nodes go when nothing else reads them.
+class Int8MatMulFuser {
+ public:
+  explicit Int8MatMulFuser(Model& m) : m_(m), g_(m.graph) {
+    for (const Initializer& i : g_.initializers) consts_[i.name] = &i.tensor;
+    for (const ValueInfo& vi : g_.inputs) consts_.erase(vi.name);
+    for (const ValueInfo& o : g_.outputs) pinned_.insert(o.name);
+    for (size_t k = 0; k < g_.nodes.size(); ++k) {
+      const Node& n = g_.nodes[k];
+      for (const auto& in : n.inputs)
+        if (!in.empty()) readers_[in].push_back(k);
+      for (const auto& out : n.outputs) producer_[out] = k;
+      for (const Attribute& a : n.attributes) {
+        auto pin = [&](const Node& sn) { pinned_.insert(sn.inputs.begin(), sn.inputs.end()); };
+        if (a.g) a.g->for_each_node(pin);
+        for (const auto& sg : a.graphs)
+          if (sg) sg->for_each_node(pin);
+      }
+    }
+  }
+
+  int run() {
+    dead_.assign(g_.nodes.size(), false);
+    std::map<size_t, Node> replace;
+    int count = 0;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (dead_[i]) continue;
+      std::vector<size_t> chain;
+      std::optional<Node> f = dynamic_chain(i, chain);
+      if (!f) f = static_product(i, chain);
+      if (!f) continue;
+      for (size_t j : chain) dead_[j] = true;
+      replace[*std::max_element(chain.begin(), chain.end())] = std::move(*f);
+      ++count;
+    }
+    if (!count) return 0;
+    std::vector<Node> nodes;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (auto it = replace.find(i); it != replace.end()) nodes.push_back(std::move(it->second));
+      else if (!dead_[i]) nodes.push_back(std::move(g_.nodes[i]));
+    }
+    g_.nodes = std::move(nodes);
+    drop_unread({"DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear", "Mul"});
+    bool imported = std::any_of(m_.opset_import.begin(), m_.opset_import.end(),
+                                [](const OpsetImport& o) { return o.domain == kInternalDomain; });
+    if (!imported) m_.opset_import.push_back({kInternalDomain, 1});
+    return count;
+  }
+
+ private:
+  const Tensor* constant(const std::string& name) const {
+    auto it = consts_.find(name);
+    return it == consts_.end() ? nullptr : it->second;
+  }
+  const Node* producer(const std::string& v) const {
+    auto it = producer_.find(v);
+    if (it == producer_.end() || dead_[it->second]) return nullptr;
+    const Node& n = g_.nodes[it->second];
+    return default_domain(n) ? &n : nullptr;
+  }
+  // The single reader of v (when v may be fused away): its index.
+  std::optional<size_t> only_reader(const std::string& v) const {
+    if (pinned_.count(v)) return std::nullopt;
+    auto it = readers_.find(v);
+    if (it == readers_.end() || it->second.size() != 1) return std::nullopt;
+    size_t k = it->second[0];
+    if (dead_[k] || !default_domain(g_.nodes[k])) return std::nullopt;
+    return k;
+  }
+  static bool all_zero(const Tensor& t) {
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (t.as_int(i) != 0) return false;
+    return true;
+  }
+  // Weight scales valid for N columns: one float, or N float along `axis` of a DequantizeLinear.
+  bool column_scales(const Tensor& ws, int64_t n) const {
+    if (!dtype_is_float(ws.dtype())) return false;
+    return ws.numel() == 1 || (ws.rank() == 1 && ws.numel() == n);
+  }
+  // A constant float bias of n values that adds to rows of n.
+  const Tensor* bias_of(const std::string& name, int64_t n) const {
+    const Tensor* b = constant(name);
+    if (!b || b->dtype() != DType::Float || b->numel() != n) return nullptr;
+    if (b->rank() == 1 || (b->rank() == 2 && b->dim(0) == 1)) return b;
+    return nullptr;
+  }
+  // The single reader of `v` if it is an Add of a constant bias of n; `bias` gets its name.
+  std::optional<size_t> bias_add(const std::string& v, int64_t n, std::string& bias) const {
+    auto r = only_reader(v);
+    if (!r) return std::nullopt;
+    const Node& add = g_.nodes[*r];
+    if (add.op_type != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1 || add.inputs[0] == add.inputs[1])
+      return std::nullopt;
+    const std::string& other = add.inputs[0] == v ? add.inputs[1] : add.inputs[0];
+    // A [1, N] bias would add a dim to a 1-D product.
+    const Tensor* b = bias_of(other, n);
+    if (!b || b->rank() != 1) return std::nullopt;
+    bias = other;
+    return r;
+  }
+
+  // MatMulInteger at i fed by DynamicQuantizeLinear (A and its zero point) and constant int8
+  // [K, N] weights with zero point 0, read only by Cast(float), read only by Mul with
+  // Mul(a_scale, Ws); then optionally Add of a constant bias.
+  std::optional<Node> dynamic_chain(size_t i, std::vector<size_t>& chain) const {
+    const Node& mi = g_.nodes[i];
+    if (mi.op_type != "MatMulInteger" || !default_domain(mi) || mi.inputs.size() < 3 || mi.outputs.size() != 1) return std::nullopt;
+    const Node* dq = producer(mi.inputs[0]);
+    if (!dq || dq->op_type != "DynamicQuantizeLinear" || dq->outputs.size() != 3 || mi.inputs[2] != dq->outputs[2] ||
+        mi.inputs[0] != dq->outputs[0])
+      return std::nullopt;
+    const Tensor* w = constant(mi.inputs[1]);
+    if (!w || w->dtype() != DType::Int8 || w->rank() != 2) return std::nullopt;
+    int64_t n = w->dim(1);
+    if (mi.has_input(3)) {
+      const Tensor* wz = constant(mi.inputs[3]);
+      if (!wz || wz->dtype() != DType::Int8 || !all_zero(*wz)) return std::nullopt;
+    }
+    auto ci = only_reader(mi.outputs[0]);
+    if (!ci) return std::nullopt;
+    const Node& cast = g_.nodes[*ci];
+    if (cast.op_type != "Cast" || cast.outputs.size() != 1 || cast.attr_int("to", 0) != static_cast<int64_t>(DType::Float))
+      return std::nullopt;
+    auto xi = only_reader(cast.outputs[0]);
+    if (!xi) return std::nullopt;
+    const Node& mul = g_.nodes[*xi];
+    if (mul.op_type != "Mul" || mul.inputs.size() != 2 || mul.outputs.size() != 1 || mul.inputs[0] == mul.inputs[1])
+      return std::nullopt;
+    const std::string& sv = mul.inputs[0] == cast.outputs[0] ? mul.inputs[1] : mul.inputs[0];
+    const Node* sm = producer(sv);
+    if (!sm || sm->op_type != "Mul" || sm->inputs.size() != 2 || sm->outputs.size() != 1) return std::nullopt;
+    const std::string& as = dq->outputs[1];
+    std::string ws;
+    if (sm->inputs[0] == as) ws = sm->inputs[1];
+    else if (sm->inputs[1] == as) ws = sm->inputs[0];
+    else return std::nullopt;
+    const Tensor* wst = constant(ws);
+    if (!wst || !column_scales(*wst, n)) return std::nullopt;
+    chain = {i, *ci, *xi};
+    std::string out = mul.outputs[0], bias;
+    if (auto ai = bias_add(out, n, bias)) {
+      chain.push_back(*ai);
+      out = g_.nodes[*ai].outputs[0];
+    }
+    Node f = make(mi, {dq->inputs[0], mi.inputs[1], ws, bias}, out);
+    return f;
+  }
+
+  // x of a QuantizeLinear -> DequantizeLinear pair with one constant scale and zero point (the
+  // same in both): {x, scale, zero point}.
+  std::optional<std::array<std::string, 3>> quantized_activation(const std::string& v) const {
+    const Node* d = producer(v);
+    if (!d || d->op_type != "DequantizeLinear" || d->inputs.size() != 3) return std::nullopt;
+    const Node* q = producer(d->inputs[0]);
+    if (!q || q->op_type != "QuantizeLinear" || q->inputs.size() != 3) return std::nullopt;
+    const Tensor *s = constant(q->inputs[1]), *z = constant(q->inputs[2]);
+    const Tensor *s2 = constant(d->inputs[1]), *z2 = constant(d->inputs[2]);
+    if (!s || !z || !s2 || !z2 || s->numel() != 1 || z->numel() != 1 || s->dtype() != DType::Float) return std::nullopt;
+    if ((z->dtype() != DType::UInt8 && z->dtype() != DType::Int8) || !s->equals(*s2) || !z->equals(*z2)) return std::nullopt;
+    float sv = s->data<float>()[0];
+    if (!std::isfinite(sv) || sv <= 0) return std::nullopt;
+    return std::array<std::string, 3>{q->inputs[0], q->inputs[1], q->inputs[2]};
+  }
+
+  // Constant int8 weights behind a DequantizeLinear with zero point 0: {Wq, Ws}, when the scales
+  // are one or one per column (`col_axis` of the rank-`rank` Wq).
+  std::optional<std::array<std::string, 2>> quantized_weight(const std::string& v, int64_t col_axis, int64_t rank) const {
+    const Node* d = producer(v);
+    if (!d || d->op_type != "DequantizeLinear" || d->inputs.size() < 2) return std::nullopt;
+    const Tensor* w = constant(d->inputs[0]);
+    const Tensor* ws = constant(d->inputs[1]);
+    if (!w || !ws || w->dtype() != DType::Int8 || w->rank() != rank) return std::nullopt;
+    if (d->has_input(2)) {
+      const Tensor* wz = constant(d->inputs[2]);
+      if (!wz || !all_zero(*wz)) return std::nullopt;
+    }
+    if (ws->numel() != 1) {
+      int64_t axis = d->attr_int("axis", 1);
+      if (axis < 0) axis += rank;
+      if (axis != col_axis || !column_scales(*ws, w->dim(col_axis))) return std::nullopt;
+    } else if (!dtype_is_float(ws->dtype())) {
+      return std::nullopt;
+    }
+    return std::array<std::string, 2>{d->inputs[0], d->inputs[1]};
+  }
+
+  // A static QDQ MatMul, Gemm or 2-d Conv; only where int8 products are exact and fast (VNNI):
+  // elsewhere the float product of the folded weights is faster than reference int8 loops.
+  std::optional<Node> static_product(size_t i, std::vector<size_t>& chain) const {
+    const Node& p = g_.nodes[i];
+    if (!default_domain(p) || p.outputs.size() != 1 || p.inputs.size() < 2) return std::nullopt;
+    bool gemm = p.op_type == "Gemm", conv = p.op_type == "Conv";
+    if (p.op_type != "MatMul" && !gemm && !conv) return std::nullopt;
+    if (!kern::int8_products_exact()) return std::nullopt;
+    bool trans_b = false;
+    std::string bias;
+    if (gemm) {
+      trans_b = p.attr_int("transB", 0) != 0;
+      if (p.attr_int("transA", 0) != 0 || p.attr_float("alpha", 1.0f) != 1.0f) return std::nullopt;
+      if (p.has_input(2) && p.attr_float("beta", 1.0f) != 1.0f) return std::nullopt;
+    } else if (!conv && p.inputs.size() != 2) {
+      return std::nullopt;
+    }
+    auto x = quantized_activation(p.inputs[0]);
+    auto w = x ? quantized_weight(p.inputs[1], conv ? 0 : trans_b ? 0 : 1, conv ? 4 : 2) : std::nullopt;
+    if (!w) return std::nullopt;
+    const Tensor* wt = constant((*w)[0]);
+    int64_t n = wt->dim(conv || trans_b ? 0 : 1);
+    chain = {i};
+    std::string out = p.outputs[0];
+    if ((gemm || conv) && p.has_input(2)) {
+      const Tensor* b = bias_of(p.inputs[2], n);
+      if (!b || (conv && b->rank() != 1)) return std::nullopt;
+      bias = p.inputs[2];
+    } else if (!conv) {
+      if (auto ai = bias_add(out, n, bias)) {
+        chain.push_back(*ai);
+        out = g_.nodes[*ai].outputs[0];
+      }
+    }
+    Node f = make(p, {(*x)[0], (*w)[0], (*w)[1], bias, (*x)[1], (*x)[2]}, out);
+    if (conv) {
+      f.op_type = "Int8Conv";
+      f.attributes = p.attributes;
+    } else if (trans_b) {
+      f.set_attr(Attribute::make_int("trans_b", 1));
+    }
+    return f;
+  }
+
+  static Node make(const Node& like, std::vector<std::string> inputs, const std::string& out) {
+    Node f;
+    f.name = like.name;
+    f.doc_string = like.doc_string;
+    f.op_type = "Int8MatMul";
+    f.domain = kInternalDomain;
+    while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+    f.inputs = std::move(inputs);
+    f.outputs = {out};
+    return f;
+  }
+
+  // Removes nodes of these types whose outputs nothing reads any more (repeatedly).
+  void drop_unread(const std::set<std::string>& ops) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::set<std::string> read(pinned_.begin(), pinned_.end());
+      for (const Node& n : g_.nodes) read.insert(n.inputs.begin(), n.inputs.end());
+      std::vector<Node> keep;
+      for (Node& n : g_.nodes) {
+        bool unread = default_domain(n) && ops.count(n.op_type) &&
+                      std::none_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return read.count(o); });
+        if (unread) changed = true;
+        else keep.push_back(std::move(n));
+      }
+      g_.nodes = std::move(keep);
+    }
+  }
+
+  Model& m_;
+  Graph& g_;
+  std::map<std::string, const Tensor*> consts_;
+  std::set<std::string> pinned_;
+  std::map<std::string, std::vector<size_t>> readers_;
+  std::map<std::string, size_t> producer_;
+  std::vector<bool> dead_;
+};
+
 // DequantizeLinear of constant int8 weights (static QDQ models) becomes the float initializer it
 // computes, once at build: Conv/MatMul/Gemm then see constant weights, which they prepack (and
 // Conv fuses), instead of dequantizing every weight on every run.
@@ -521,7 +798,8 @@ int fuse_quant_dequant(Model& m) {
 }  // namespace
 
 int optimize_for_runtime(Model& m) {
-  int fused = fold_constant_dequantize(m);
+  int fused = Int8MatMulFuser(m).run();
+  fused += fold_constant_dequantize(m);
   fused += fuse_quant_dequant(m);
   fused += Fuser(m).fuse_matmuls();
   fused += Fuser(m).run();

@@ -10,6 +10,7 @@
 #include "passes/graph_util.h"
 #include "quant/quant.h"
 #include "quant_models.h"
+#include "runtime/optimize.h"
 
 namespace fs = std::filesystem;
 using namespace t2o;
@@ -409,6 +410,190 @@ TEST(QuantRuntime, StaticCnnFastPathsMatchReference) {
   int close = 0;
   for (int64_t i = 0; i < a.numel(); ++i) close += std::fabs(a.as_double(i) - c.as_double(i)) <= 1e-4 * (1 + std::fabs(a.as_double(i)));
   EXPECT_GE(close, a.numel() - 1);
+}
+
+// Three products of a [batch, seq, 64] activation: two share it (attention's Q and K projections),
+// one has a bias; the third reads a ReLU. Quantized dynamic or static, every product becomes the
+// runtime's Int8MatMul.
+Model projections() {
+  std::mt19937 g(21);
+  ModelBuilder b;
+  b.input("x", {"batch", "seq", 64});
+  b.init("wq", random_normal(g, {64, 48}, 0.125f)).init("wk", random_normal(g, {64, 48}, 0.125f));
+  b.init("bk", random_normal(g, {48}, 0.1f)).init("wo", random_normal(g, {48, 16}, 0.14f));
+  b.node("MatMul", {"x", "wq"}, {"q"}, {}, "q_proj").node("MatMul", {"x", "wk"}, {"k0"}, {}, "k_proj");
+  b.node("Add", {"k0", "bk"}, {"k"}, {}, "k_bias").node("Relu", {"k"}, {"kr"});
+  b.node("MatMul", {"kr", "wo"}, {"o"}, {}, "out_proj");
+  b.output("q", {"batch", "seq", 48}).output("o", {"batch", "seq", 16});
+  return b.m;
+}
+
+int count_after_runtime_rewrites(const Model& m, const std::string& op) {
+  Model r = m;
+  optimize_for_runtime(r);
+  return count_op(r, op);
+}
+
+// The dynamic chain (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [-> Add]) runs as one
+// int8 product with the same values bit for bit: the products are exact integers and the scaling
+// is the same float arithmetic.
+TEST(QuantRuntime, DynamicInt8MatMulIsExact) {
+  for (bool per_channel : {false, true}) {
+    SCOPED_TRACE(per_channel ? "per-channel" : "per-tensor");
+    QuantizeOptions o;
+    o.per_channel = per_channel;
+    for (const Model& f : {projections(), mlp()}) {
+      Model q = quantized(f, o);
+      int products = count_op(q, "MatMulInteger");
+      EXPECT_EQ(count_after_runtime_rewrites(q, "Int8MatMul"), products);
+      EXPECT_EQ(count_after_runtime_rewrites(q, "DynamicQuantizeLinear"), 0);
+      std::mt19937 g(5);
+      for (int64_t batch : {1, 3}) {
+        auto feeds = feeds_for(q, g, {{"batch", batch}, {"seq", 7}});
+        // Outliers and exact zeros: the range, the zero point and the rounding all move.
+        Tensor& x = feeds.at("x").tensor;
+        x.data<float>()[0] = 40.0f;
+        x.data<float>()[1] = 0.0f;
+        x.data<float>()[2] = -0.0f;
+        SessionOptions so;
+        so.threads = 2;
+        Session fast(q, so);
+        auto want = run_ref(q, feeds);
+        auto got = fast.run(feeds);
+        // And Int8MatMul's own loops (no oneDNN): the rewritten graph without fast paths.
+        Model rewritten = q;
+        optimize_for_runtime(rewritten);
+        auto own = run_ref(rewritten, feeds);
+        for (const auto& [name, w] : want) {
+          const Tensor& a = w.tensor;
+          const Tensor& c = got.at(name).tensor;
+          const Tensor& r = own.at(name).tensor;
+          ASSERT_EQ(a.dims(), c.dims());
+          for (int64_t i = 0; i < a.numel(); ++i) {
+            ASSERT_EQ(a.data<float>()[i], c.data<float>()[i]) << name << " at " << i;
+            ASSERT_EQ(a.data<float>()[i], r.data<float>()[i]) << name << " at " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A value the chain would drop (the int32 product, read by another node too) keeps the chain as
+// written; an all-zero activation gives the bias alone.
+TEST(QuantRuntime, DynamicInt8MatMulKeepsReadValuesAndZeroInputs) {
+  QuantizeOptions o;
+  Model q = quantized(mlp(), o);
+  Model shared = q;
+  for (const Node& n : q.graph.nodes)
+    if (n.op_type == "MatMulInteger") {
+      shared.graph.outputs.push_back({n.outputs[0], Type::tensor(DType::Int32), {}});
+      break;
+    }
+  EXPECT_EQ(count_after_runtime_rewrites(shared, "Int8MatMul"), 1);
+  std::map<std::string, RValue> feeds{{"x", Tensor(DType::Float, {2, 64})}};
+  Session fast(shared);
+  expect_same_outputs(run_ref(shared, feeds), fast.run(feeds), "zero input", 0.0);
+}
+
+// Static QDQ products run in int8 too; they differ from the float graph only by the float
+// rounding of its sums (the int8 sums are exact), so the outputs agree to float precision except
+// where a value sits on a rounding boundary of the next QuantizeLinear.
+TEST(QuantRuntime, StaticInt8MatMulMatchesReference) {
+  for (bool per_channel : {false, true}) {
+    SCOPED_TRACE(per_channel ? "per-channel" : "per-tensor");
+    for (const Model& f : {projections(), mlp()}) {
+      QuantizeOptions o;
+      o.mode = QuantMode::Static;
+      o.per_channel = per_channel;
+      o.calibration = generate_input_sets(f, 4, 1);
+      Model q = quantized(f, o);
+      int products = count_op(q, "MatMul") + count_op(q, "Gemm");
+      ASSERT_GT(products, 0);
+      EXPECT_EQ(count_after_runtime_rewrites(q, "Int8MatMul"), products);
+      EXPECT_EQ(count_after_runtime_rewrites(q, "QuantizeLinear"), 0);
+      std::mt19937 g(6);
+      auto feeds = feeds_for(q, g, {{"batch", 2}, {"seq", 5}});
+      Session fast(q);
+      auto want = run_ref(q, feeds);
+      auto got = fast.run(feeds);
+      for (const auto& [name, w] : want) {
+        const Tensor& a = w.tensor;
+        const Tensor& c = got.at(name).tensor;
+        ASSERT_EQ(a.dims(), c.dims());
+        int64_t close = 0;
+        for (int64_t i = 0; i < a.numel(); ++i)
+          close += std::fabs(a.as_double(i) - c.as_double(i)) <= 1e-5 * (1 + std::fabs(a.as_double(i)));
+        EXPECT_GE(close, a.numel() - a.numel() / 50) << name;
+      }
+    }
+  }
+}
+
+// Int8Conv against the QDQ graph as written, over the geometry oneDNN's int8 kernels must get
+// right: padding with a nonzero zero point (padded values are real zeros, not quantized zeros),
+// strides, dilations, groups (depthwise), int8 and uint8 activations, per-tensor and
+// per-channel weight scales, with and without a bias.
+TEST(QuantRuntime, Int8ConvMatchesReference) {
+  struct Case {
+    int64_t c, m, k, group, stride, dil, pad;
+    bool per_channel, bias, signed_x;
+    const char* post;  // the op after the conv, fused into it: "", Relu, Clip, LeakyRelu
+  };
+  const Case cases[] = {
+      {3, 16, 3, 1, 1, 1, 1, true, true, false, "Relu"},  {16, 32, 3, 1, 2, 1, 1, false, true, false, ""},
+      {32, 32, 3, 32, 1, 1, 1, true, true, false, "Clip"}, {24, 48, 1, 1, 1, 1, 0, true, false, false, ""},
+      {8, 16, 3, 2, 1, 2, 2, true, true, true, "LeakyRelu"}, {16, 16, 5, 16, 2, 1, 2, false, false, true, ""},
+  };
+  std::mt19937 g(31);
+  for (const Case& t : cases) {
+    SCOPED_TRACE("c=" + std::to_string(t.c) + " m=" + std::to_string(t.m) + " k=" + std::to_string(t.k) +
+                 " group=" + std::to_string(t.group));
+    ModelBuilder b;
+    b.input("x", {2, t.c, 13, 11});
+    Tensor wq(DType::Int8, {t.m, t.c / t.group, t.k, t.k});
+    std::uniform_int_distribution<int> u(-127, 127);
+    for (int64_t i = 0; i < wq.numel(); ++i) wq.data<int8_t>()[i] = static_cast<int8_t>(u(g));
+    b.init("wq", wq).init("ws", t.per_channel ? random_uniform(g, {t.m}, 0.002f, 0.01f) : Tensor::scalar<float>(0.005f));
+    b.init("wz", t.per_channel ? Tensor(DType::Int8, {t.m}) : Tensor::scalar<int8_t>(0));
+    Tensor z(t.signed_x ? DType::Int8 : DType::UInt8, {});
+    if (t.signed_x) z.data<int8_t>()[0] = -9;
+    else z.data<uint8_t>()[0] = 117;
+    b.init("xs", Tensor::scalar<float>(0.03f)).init("xz", z).init("bias", random_normal(g, {t.m}, 0.5f));
+    std::vector<Attribute> wa;
+    if (t.per_channel) wa.push_back(Attribute::make_int("axis", 0));
+    b.node("QuantizeLinear", {"x", "xs", "xz"}, {"xq"}).node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+    b.node("DequantizeLinear", {"wq", "ws", "wz"}, {"w"}, wa);
+    std::vector<std::string> in{"xd", "w"};
+    if (t.bias) in.push_back("bias");
+    std::string post = t.post;
+    b.node("Conv", in, {post.empty() ? "y" : "c"},
+           {Attribute::make_int("group", t.group), Attribute::make_ints("strides", {t.stride, t.stride}),
+            Attribute::make_ints("dilations", {t.dil, t.dil}), Attribute::make_ints("pads", {t.pad, t.pad, t.pad, t.pad})});
+    if (post == "Clip") b.init("lo", Tensor::scalar<float>(0.0f)).init("hi", Tensor::scalar<float>(6.0f));
+    if (post == "Clip") b.node("Clip", {"c", "lo", "hi"}, {"y"});
+    else if (!post.empty()) b.node(post, {"c"}, {"y"});
+    b.output("y", {});
+    EXPECT_EQ(count_after_runtime_rewrites(b.m, "Int8Conv"), 1);
+    if (!post.empty()) EXPECT_EQ(count_after_runtime_rewrites(b.m, post), 0) << post << " is fused";
+    // Inputs past the quantization range both ways: saturation is part of what is compared.
+    std::map<std::string, RValue> feeds{{"x", random_normal(g, {2, t.c, 13, 11}, 2.5f)}};
+    Session fast(b.m);
+    auto want = run_ref(b.m, feeds);
+    auto got = fast.run(feeds);
+    const Tensor& a = want.at("y").tensor;
+    const Tensor& c = got.at("y").tensor;
+    ASSERT_EQ(a.dims(), c.dims());
+    // Exact int32 sums against float sums of the same products: float rounding only.
+    for (int64_t i = 0; i < a.numel(); ++i) ASSERT_NEAR(a.as_double(i), c.as_double(i), 1e-5 * (1 + std::fabs(a.as_double(i)))) << i;
+    // Int8Conv's own loops (what runs where oneDNN has no int8 kernel): the rewritten graph
+    // without fast paths.
+    Model rewritten = b.m;
+    optimize_for_runtime(rewritten);
+    auto own = run_ref(rewritten, feeds);
+    const Tensor& r = own.at("y").tensor;
+    for (int64_t i = 0; i < a.numel(); ++i) ASSERT_NEAR(a.as_double(i), r.as_double(i), 1e-5 * (1 + std::fabs(a.as_double(i)))) << i;
+  }
 }
 
 }  // namespace

@@ -91,24 +91,6 @@ Geom probe_geom(const Node& node, const WindowAttrs& a, const Dims& k) {
   return kern::forward_geom(node, a, in, k);
 }
 
-// FusedConv's post-ops from its attributes (see runtime/optimize.h); empty for a plain Conv.
-std::vector<kern::ConvPostOp> post_ops_of(const Node& n) {
-  using K = kern::ConvPostOp::Kind;
-  std::vector<std::string> kinds = n.attr_strings("post_ops");
-  std::vector<float> a = n.attr_floats("post_alpha"), b = n.attr_floats("post_beta");
-  if (a.size() != kinds.size() || b.size() != kinds.size())
-    throw Error(n.describe() + ": post_alpha and post_beta need one value per post-op");
-  std::vector<kern::ConvPostOp> ops;
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    const std::string& k = kinds[i];
-    K kind = k == "relu" ? K::Relu : k == "clip" ? K::Clip : k == "swish" ? K::Swish
-           : k == "hardswish" ? K::HardSwish : K::Sum;
-    if (kind == K::Sum && k != "sum") throw Error(n.describe() + ": unknown post-op '" + k + "'");
-    ops.push_back({kind, a[i], b[i]});
-  }
-  return ops;
-}
-
 // Plain form of the post-ops over a finished f32 conv output `c` (in place when it can); the
 // result's dims broadcast with the residual's, as the unfused Add would.
 // `first`: post-ops before it were already applied.
@@ -145,7 +127,7 @@ class ConvKernel : public OpKernel {
  public:
   explicit ConvKernel(const KernelInfo& info)
       : attrs_(WindowAttrs::from_node(info.node)), group_(info.node.attr_int("group", 1)),
-        post_(post_ops_of(info.node)), src_blk_(info.node.attr_int("src_block", 0)),
+        post_(kern::conv_post_ops(info.node)), src_blk_(info.node.attr_int("src_block", 0)),
         dst_blk_(info.node.attr_int("dst_block", 0)), res_blk_(info.node.attr_int("res_block", 0)) {
     attrs_.ceil_mode = false;
     for (int64_t b : {src_blk_, dst_blk_, res_blk_})

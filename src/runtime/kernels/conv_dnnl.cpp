@@ -200,6 +200,23 @@ void to_blocked(const Tensor& plain, Tensor& blocked) {
   stream().wait();
 }
 
+std::vector<ConvPostOp> conv_post_ops(const Node& n) {
+  using K = ConvPostOp::Kind;
+  std::vector<std::string> kinds = n.attr_strings("post_ops");
+  std::vector<float> a = n.attr_floats("post_alpha"), b = n.attr_floats("post_beta");
+  if (a.size() != kinds.size() || b.size() != kinds.size())
+    throw Error(n.describe() + ": post_alpha and post_beta need one value per post-op");
+  std::vector<ConvPostOp> ops;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const std::string& k = kinds[i];
+    K kind = k == "relu" ? K::Relu : k == "clip" ? K::Clip : k == "swish" ? K::Swish
+           : k == "hardswish" ? K::HardSwish : K::Sum;
+    if (kind == K::Sum && k != "sum") throw Error(n.describe() + ": unknown post-op '" + k + "'");
+    ops.push_back({kind, a[i], b[i]});
+  }
+  return ops;
+}
+
 float ConvPostOp::apply(float x) const {
   switch (kind) {
     case Kind::Relu: return x > 0 ? x : alpha * x;

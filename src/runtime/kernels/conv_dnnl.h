@@ -17,6 +17,9 @@ struct ConvPostOp {
   // The plain (reference) form of an eltwise post-op.
   float apply(float x) const;
 };
+// FusedConv's or Int8Conv's post-ops from their attributes (see runtime/optimize.h); empty for a
+// plain Conv. Throws Error naming the node on malformed attributes.
+std::vector<ConvPostOp> conv_post_ops(const Node& n);
 
 // Channel-blocked activations, oneDNN's nChw16c (AVX-512) or nChw8c: a 2-d conv output kept in
 // the layout the next conv reads, so no reorder runs between them. Physical dims are

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "runtime/kernels/int8.h"
 #include "runtime/kernels/matmul_util.h"
 
 namespace t2o::kern {
@@ -156,6 +157,8 @@ void register_matmul_extra_kernels(KernelRegistry& r) {
   r.add("", "QLinearMatMul", 10, stateless(qlinear_matmul));
   r.add("", "Det", 11, stateless(det));
   register_einsum_kernels(r);
+  register_int8_matmul_kernels(r);
+  register_int8_conv_kernels(r);
 }
 
 }  // namespace t2o::kern

@@ -1,0 +1,273 @@
+// The runtime's Int8Conv (runtime/optimize.h): a static QDQ model's 2-d convolution
+// (QuantizeLinear -> DequantizeLinear on the activation, DequantizeLinear of constant int8 weights
+// with zero point 0, float bias) computed in int8:
+//   Int8Conv(X, Wq, Ws, [B], x_scale, [x_zero_point])  with Conv's attributes, and optionally
+//   FusedConv's element-wise post-ops (post_ops / post_alpha / post_beta; no residual sum)
+// X (float, NCHW) is quantized with x_scale / x_zero_point as QuantizeLinear does, the products are
+// summed in int32 (exact; the float graph rounds each sum), and y = acc * x_scale * Ws[m] + B[m].
+// Ws holds one scale or one per output channel.
+//
+// Fast path: oneDNN's int8 convolution (VNNI/AMX CPUs only, see int8_products_exact), the
+// activation quantized straight into the channels-last layout it reads, the zero point, scales and
+// bias applied by oneDNN, the float result reordered back to NCHW.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "runtime/kernels/conv_dnnl.h"
+#include "runtime/kernels/conv_geom.h"
+#include "runtime/kernels/int8.h"
+#include "runtime/kernels/util.h"
+#include "runtime/optimize.h"
+
+namespace t2o::kern {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+class Int8ConvKernel : public OpKernel {
+ public:
+  explicit Int8ConvKernel(const KernelInfo& info) : node_(info.node), attrs_(WindowAttrs::from_node(info.node)) {
+    const Node& n = info.node;
+    group_ = n.attr_int("group", 1);
+    post_ = conv_post_ops(n);
+    for (const ConvPostOp& p : post_)
+      if (p.kind == ConvPostOp::Kind::Sum) return;
+    const Tensor* w = info.constant_input(1);
+    const Tensor* ws = info.constant_input(2);
+    const Tensor* s = n.has_input(4) ? info.constant_input(4) : nullptr;
+    if (!w || !ws || !s || w->dtype() != DType::Int8 || w->rank() != 4 || group_ < 1) return;
+    M_ = w->dim(0);
+    if (M_ % group_ != 0 || !dtype_is_float(ws->dtype()) || (ws->numel() != 1 && ws->numel() != M_)) return;
+    if (s->numel() != 1 || !dtype_is_float(s->dtype())) return;
+    wq_ = *w;
+    x_scale_ = static_cast<float>(s->as_double(0));
+    if (!(x_scale_ > 0) || !std::isfinite(x_scale_)) return;
+    if (n.has_input(5)) {
+      const Tensor* z = info.constant_input(5);
+      if (!z || z->numel() != 1 || (z->dtype() != DType::UInt8 && z->dtype() != DType::Int8)) return;
+      x_zero_ = static_cast<int32_t>(z->as_int(0));
+      x_signed_ = z->dtype() == DType::Int8;
+    }
+    for (int64_t m = 0; m < M_; ++m)
+      scale_.push_back(x_scale_ * static_cast<float>(ws->as_double(ws->numel() == 1 ? 0 : m)));
+    bias_.assign(static_cast<size_t>(M_), 0.0f);
+    if (n.has_input(3)) {
+      const Tensor* b = info.constant_input(3);
+      if (!b || b->dtype() != DType::Float || b->numel() != M_) return;
+      std::copy(b->data<float>(), b->data<float>() + M_, bias_.begin());
+    }
+    valid_ = true;
+    fast_ = info.fast_paths && int8_products_exact();
+  }
+
+  void run(KernelContext& ctx) override {
+    if (!valid_)
+      ctx.fail("needs constant int8 4-D weights, their scales (1 or per output channel), a float bias, one activation "
+               "scale and element-wise post-ops only");
+    const Tensor& X = ctx.input(0);
+    if (X.dtype() != DType::Float || X.rank() != 4) ctx.fail("X must be a 4-D float tensor");
+    const int64_t N = X.dim(0), C = X.dim(1), H = X.dim(2), W = X.dim(3);
+    if (C != wq_.dim(1) * group_)
+      ctx.fail("X has " + std::to_string(C) + " channels, the weights need " + std::to_string(wq_.dim(1) * group_));
+    Geom g = forward_geom(node_, attrs_, {H, W}, {wq_.dim(2), wq_.dim(3)});
+    const int64_t OH = g.out[0], OW = g.out[1];
+    Tensor& Y = ctx.allocate_output_uninit(0, DType::Float, {N, M_, OH, OW});
+    if (Y.numel() == 0) return;
+    // Quantized X, channels last (what oneDNN's int8 kernels read; the reference reads it too).
+    std::vector<uint8_t> q(static_cast<size_t>(X.numel()));
+    quantize_nhwc(X.data<float>(), N, C, H * W, q.data(), ctx.threads());
+    if (fast_ && dnnl_run(q.data(), N, C, H, W, g, Y.data<float>())) return;
+    reference(q.data(), N, C, H, W, g, Y.data<float>(), ctx.threads());
+  }
+
+ private:
+  struct Prim {
+    dnnl::convolution_forward conv;
+    memory::desc scratchpad, dst;
+    dnnl::reorder to_nchw;
+  };
+
+  // QuantizeLinear's rounding (see quantize_rows in matmul_int8.cpp), transposed to [N, HW, C].
+  void quantize_nhwc(const float* x, int64_t N, int64_t C, int64_t HW, uint8_t* q, int threads) const {
+    constexpr float kRound = 12582912.0f, kBig = 4194304.0f;
+    const float s = x_scale_, z = static_cast<float>(x_zero_);
+    const float lo = x_signed_ ? -128.0f : 0.0f, hi = x_signed_ ? 127.0f : 255.0f;
+    constexpr int64_t kTile = 64;
+    const int64_t tiles = (HW + kTile - 1) / kTile;
+    parallel_for(N * tiles, threads, 1, [&](int64_t b, int64_t e) {
+      float buf[kTile];
+      for (int64_t t = b; t < e; ++t) {
+        int64_t n = t / tiles, p0 = (t % tiles) * kTile, p1 = std::min(HW, p0 + kTile);
+        uint8_t* qn = q + n * HW * C;
+        for (int64_t c = 0; c < C; ++c) {
+          const float* xc = x + (n * C + c) * HW;
+          for (int64_t p = p0; p < p1; ++p) {
+            float v = xc[p] / s;
+            v = v < -kBig ? -kBig : (v > kBig ? kBig : v);
+            float r = ((v + kRound) - kRound) + z;
+            r = r != r ? z : r;
+            buf[p - p0] = r < lo ? lo : (r > hi ? hi : r);
+          }
+          for (int64_t p = p0; p < p1; ++p)
+            qn[p * C + c] = static_cast<uint8_t>(static_cast<int32_t>(buf[p - p0]) & 0xff);
+        }
+      }
+    });
+  }
+
+  int32_t qval(const uint8_t* q, int64_t i) const {
+    return x_signed_ ? static_cast<int32_t>(static_cast<int8_t>(q[i])) : static_cast<int32_t>(q[i]);
+  }
+
+  // Direct int32 convolution of (q - z) with Wq; padding is real zero, i.e. q = z.
+  void reference(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, float* y,
+                 int threads) const {
+    const int64_t OH = g.out[0], OW = g.out[1], KH = wq_.dim(2), KW = wq_.dim(3);
+    const int64_t Cg = C / group_, Mg = M_ / group_;
+    const int8_t* w = wq_.data<int8_t>();
+    parallel_for(N * M_, threads, 1, [&](int64_t b, int64_t e) {
+      for (int64_t nm = b; nm < e; ++nm) {
+        int64_t n = nm / M_, m = nm % M_, gi = m / Mg;
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            int64_t acc = 0;
+            for (int64_t kh = 0; kh < KH; ++kh) {
+              int64_t ih = oh * g.stride[0] - g.pb[0] + kh * g.dil[0];
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t iw = ow * g.stride[1] - g.pb[1] + kw * g.dil[1];
+                if (iw < 0 || iw >= W) continue;
+                const int64_t base = ((n * H + ih) * W + iw) * C + gi * Cg;
+                for (int64_t c = 0; c < Cg; ++c)
+                  acc += static_cast<int64_t>(qval(q, base + c) - x_zero_) * w[((m * Cg + c) * KH + kh) * KW + kw];
+              }
+            }
+            float v = static_cast<float>(acc) * scale_[static_cast<size_t>(m)] + bias_[static_cast<size_t>(m)];
+            for (const ConvPostOp& p : post_) v = p.apply(v);
+            y[((n * M_ + m) * OH + oh) * OW + ow] = v;
+          }
+      }
+    });
+  }
+
+  bool dnnl_run(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, float* y) {
+    try {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t OH = g.out[0], OW = g.out[1];
+      auto key = std::make_tuple(N, H, W);
+      memory::desc src({N, C, H, W}, x_signed_ ? dt::s8 : dt::u8, tag::nhwc);
+      memory::desc bias_md({1, M_, 1, 1}, dt::f32, tag::abcd);
+      memory::desc nchw({N, M_, OH, OW}, dt::f32, tag::nchw);
+      auto it = cache_.find(key);
+      if (it == cache_.end()) {
+        if (rejected_.count(key)) return false;
+        if (cache_.size() >= 16) cache_.clear();
+        memory::dims wd = group_ == 1 ? memory::dims{M_, C, wq_.dim(2), wq_.dim(3)}
+                                      : memory::dims{group_, M_ / group_, C / group_, wq_.dim(2), wq_.dim(3)};
+        memory::desc w_any(wd, dt::s8, tag::any);
+        memory::desc dst({N, M_, OH, OW}, dt::f32, tag::nhwc);
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        attr.set_output_scales(1 << 1, scale_);
+        if (x_zero_ != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {x_zero_});
+        dnnl::post_ops po;
+        po.append_binary(dnnl::algorithm::binary_add, bias_md);
+        for (const ConvPostOp& p : post_) {
+          using K = ConvPostOp::Kind;
+          if (p.kind == K::Relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, p.alpha, 0.0f);
+          else if (p.kind == K::Clip) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, p.alpha, p.beta);
+          else if (p.kind == K::Swish) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+          else if (p.kind == K::HardSwish) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
+        }
+        attr.set_post_ops(po);
+        memory::dims dil{g.dil[0] - 1, g.dil[1] - 1};
+        dnnl::convolution_forward::primitive_desc pd;
+        try {
+          pd = dnnl::convolution_forward::primitive_desc(
+              dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                              src, w_any, dst, {g.stride[0], g.stride[1]}, dil,
+                                              {g.pb[0], g.pb[1]}, {g.pe[0], g.pe[1]}),
+              attr, engine());
+          // The reference implementation is far slower than our own loops over the int8 values.
+          if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) throw dnnl::error(dnnl_unimplemented, "ref");
+        } catch (const dnnl::error&) {
+          rejected_.insert(key);
+          return false;
+        }
+        if (!packed_ || packed_->get_desc() != pd.weights_desc()) {
+          memory plain(memory::desc(wd, dt::s8, group_ == 1 ? tag::oihw : tag::goihw), engine(),
+                       const_cast<void*>(wq_.raw()));
+          auto dstw = std::make_shared<memory>(pd.weights_desc(), engine());
+          dnnl::stream st(engine());
+          dnnl::reorder(plain, *dstw).execute(st, plain, *dstw);
+          st.wait();
+          packed_ = dstw;
+          cache_.clear();
+        }
+        memory::desc got = pd.dst_desc();
+        it = cache_.emplace(key, Prim{dnnl::convolution_forward(pd), pd.scratchpad_desc(), got,
+                                      dnnl::reorder(dnnl::reorder::primitive_desc(engine(), got, engine(), nchw))})
+                 .first;
+      }
+      Prim& p = it->second;
+      size_t need = p.dst.get_size();
+      if (tmp_.size() < need / sizeof(float) + 16) tmp_.resize(need / sizeof(float) + 16);
+      memory dm(p.dst, engine(), tmp_.data());
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(src, engine(), const_cast<uint8_t*>(q))},
+                                           {DNNL_ARG_WEIGHTS, *packed_},
+                                           {DNNL_ARG_DST, dm},
+                                           {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                                            memory(bias_md, engine(), bias_.data())}};
+      if (size_t n = p.scratchpad.get_size()) {
+        if (scratch_.size() < n + 64) scratch_.resize(n + 64);
+        void* base = scratch_.data();
+        size_t space = scratch_.size();
+        args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, engine(), std::align(64, n, base, space)));
+      }
+      dnnl::stream st(engine());
+      p.conv.execute(st, args);
+      memory ym(nchw, engine(), y);
+      p.to_nchw.execute(st, dm, ym);
+      st.wait();
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }
+
+  Node node_;
+  WindowAttrs attrs_;
+  bool valid_ = false, fast_ = false, x_signed_ = false;
+  int64_t group_ = 1, M_ = 0;
+  Tensor wq_;
+  float x_scale_ = 1;
+  int32_t x_zero_ = 0;
+  std::vector<float> scale_, bias_;
+  std::vector<ConvPostOp> post_;
+  std::mutex mu_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Prim> cache_;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> rejected_;
+  std::shared_ptr<memory> packed_;
+  std::vector<float> tmp_;
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace
+
+void register_int8_conv_kernels(KernelRegistry& r) {
+  r.add(kInternalDomain, "Int8Conv", 1, factory_of<Int8ConvKernel>());
+}
+
+}  // namespace t2o::kern

@@ -1,0 +1,322 @@
+// The runtime's Int8MatMul (runtime/optimize.h): a float activation quantized to 8 bits, times
+// constant int8 weights, accumulated in int32 and scaled back to float, with an optional bias.
+//   Int8MatMul(A, Wq, Ws, [bias], [x_scale, x_zero_point])  attributes: trans_b
+// Without x_scale the activation is quantized as DynamicQuantizeLinear does (uint8, range of this
+// run including 0), and the result is exactly what DynamicQuantizeLinear -> MatMulInteger -> Cast
+// -> Mul(a_scale * Ws) [-> Add bias] computes. With x_scale / x_zero_point (a static QDQ model's
+// QuantizeLinear -> DequantizeLinear -> MatMul(., DequantizeLinear(Wq))) the activation is
+// quantized with them; the product is then exact in int32 where the float graph rounds each sum.
+// Ws holds one scale, or one per output column; Wq's zero point is 0 (symmetric weights).
+//
+// The fast path is oneDNN's u8/s8 x s8 matmul with the activation's zero point, per-column output
+// scales and the bias as a post-op, used on CPUs with VNNI (or AMX) only: without them oneDNN's
+// int8 kernels add pairs of products in 16 bits, which can saturate.
+#include <immintrin.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "runtime/kernels/int8.h"
+#include "runtime/kernels/matmul_util.h"
+#include "runtime/optimize.h"
+
+namespace t2o::kern {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+// The int32 products are written into the float output's buffer and converted in place.
+typedef int32_t __attribute__((may_alias)) AliasedI32;
+
+// DynamicQuantizeLinear's range: min and max of x and 0, NaN skipped (std::min(mn, v) keeps mn
+// unless v < mn; vminps(v, mn) is the same rule, lane by lane, and the lanes combine alike).
+// GCC's avx512 intrinsics start from an undefined vector (spurious -Wmaybe-uninitialized).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+__attribute__((target("avx512f"))) void range_avx512(const float* x, int64_t n, float& mn, float& mx) {
+  __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(x + i);
+    lo = _mm512_min_ps(v, lo);
+    hi = _mm512_max_ps(v, hi);
+  }
+  alignas(64) float l[16], h[16];
+  _mm512_store_ps(l, lo);
+  _mm512_store_ps(h, hi);
+  mn = 0;
+  mx = 0;
+  for (int k = 0; k < 16; ++k) {
+    mn = std::min(mn, l[k]);
+    mx = std::max(mx, h[k]);
+  }
+  for (; i < n; ++i) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+  }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+void range_of(const float* x, int64_t n, float& mn, float& mx) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return range_avx512(x, n, mn, mx);
+  mn = 0;
+  mx = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+  }
+}
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+// x / s rounded half to even plus z, saturated to [lo, hi]; NaN to z. The arithmetic of the
+// QuantizeLinear and DynamicQuantizeLinear kernels, in a form the compiler vectorizes: adding and
+// taking off 1.5 * 2^23 rounds a float below 2^22 in magnitude as nearbyint does, and larger
+// quotients saturate either way.
+template <typename Q>
+void quantize_rows(const float* x, int64_t n, float s, float z, float lo, float hi, Q* q, int threads) {
+  constexpr float kRound = 12582912.0f, kBig = 4194304.0f;
+  parallel_for(n, threads, 32768, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      float v = x[i] / s;
+      v = v < -kBig ? -kBig : (v > kBig ? kBig : v);
+      float r = ((v + kRound) - kRound) + z;
+      r = r != r ? z : r;
+      r = r < lo ? lo : (r > hi ? hi : r);
+      q[i] = static_cast<Q>(static_cast<int32_t>(r));
+    }
+  });
+}
+
+class Int8MatMulKernel : public OpKernel {
+ public:
+  explicit Int8MatMulKernel(const KernelInfo& info) {
+    const Node& n = info.node;
+    trans_b_ = n.attr_int("trans_b", 0) != 0;
+    const Tensor* w = info.constant_input(1);
+    const Tensor* ws = info.constant_input(2);
+    if (!w || !ws) return;  // run() reports it
+    if (w->dtype() != DType::Int8 || w->rank() != 2 || !dtype_is_float(ws->dtype())) return;
+    K_ = w->dim(trans_b_ ? 1 : 0);
+    N_ = w->dim(trans_b_ ? 0 : 1);
+    if (ws->numel() != 1 && ws->numel() != N_) return;
+    wq_ = *w;
+    for (int64_t j = 0; j < N_; ++j) ws_.push_back(static_cast<float>(ws->as_double(ws->numel() == 1 ? 0 : j)));
+    if (n.has_input(3)) {
+      const Tensor* b = info.constant_input(3);
+      if (!b || b->dtype() != DType::Float || b->numel() != N_) return;
+      bias_.assign(b->data<float>(), b->data<float>() + N_);
+    }
+    if (n.has_input(4)) {
+      const Tensor* s = info.constant_input(4);
+      const Tensor* z = n.has_input(5) ? info.constant_input(5) : nullptr;
+      if (!s || s->numel() != 1 || !dtype_is_float(s->dtype())) return;
+      if (n.has_input(5) && (!z || z->numel() != 1 || (z->dtype() != DType::UInt8 && z->dtype() != DType::Int8)))
+        return;
+      static_ = true;
+      x_scale_ = static_cast<float>(s->as_double(0));
+      x_zero_ = z ? static_cast<int32_t>(z->as_int(0)) : 0;
+      x_signed_ = z && z->dtype() == DType::Int8;
+    }
+    valid_ = true;
+    fast_ = info.fast_paths && int8_products_exact();
+    // Column sums of W: (a - z) . w = a . w - z * colsum(w), so the product runs without a zero point.
+    colsum_.assign(static_cast<size_t>(N_), 0);
+    const int8_t* wp = wq_.data<int8_t>();
+    for (int64_t k = 0; k < K_; ++k)
+      for (int64_t j = 0; j < N_; ++j) colsum_[static_cast<size_t>(j)] += trans_b_ ? wp[j * K_ + k] : wp[k * N_ + j];
+  }
+
+  void run(KernelContext& ctx) override {
+    if (!valid_) ctx.fail("needs constant int8 2-D weights, their scales (1 or N), a float bias of N and one activation scale");
+    const Tensor& A = ctx.input(0);
+    if (A.dtype() != DType::Float) ctx.fail("A must be float");
+    if (A.rank() < 1 || A.dim(-1) != K_)
+      ctx.fail("A is " + dims_to_string(A.dims()) + ", the weights need " + std::to_string(K_) + " in its last dim");
+    Dims od = A.dims();
+    od.back() = N_;
+    Tensor& Y = ctx.allocate_output_uninit(0, DType::Float, od);
+    if (Y.numel() == 0) return;
+    const int64_t rows = A.numel() / K_;
+    float* y = Y.data<float>();
+    if (K_ == 0) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < N_; ++j) y[r * N_ + j] = bias_.empty() ? 0.0f : bias_[static_cast<size_t>(j)];
+      return;
+    }
+    const float* a = A.data<float>();
+    float s;
+    int32_t z;
+    if (static_) {
+      s = x_scale_;
+      z = x_zero_;
+    } else {
+      // DynamicQuantizeLinear's parameters: the range of A widened to include 0.
+      float mn = 0, mx = 0;
+      range_of(a, A.numel(), mn, mx);
+      s = (mx - mn) / 255.0f;
+      z = s == 0 ? 0 : saturate_cast<uint8_t>(std::nearbyint((0 - mn) / s));
+    }
+    // Quantized A; a zero or non-finite scale leaves every value at the zero point (or NaN
+    // quotients), which the reference arithmetic below handles as the ONNX ops do.
+    std::vector<uint8_t> q(static_cast<size_t>(A.numel()));
+    const bool finite = std::isfinite(s) && s != 0;
+    if (!finite && !static_) {
+      std::fill(q.begin(), q.end(), static_cast<uint8_t>(z));
+      if (s != 0)
+        for (int64_t i = 0; i < A.numel(); ++i)
+          q[static_cast<size_t>(i)] = saturate_cast<uint8_t>(std::nearbyint(a[i] / s) + static_cast<float>(z),
+                                                              static_cast<uint8_t>(z));
+    } else if (x_signed_) {
+      quantize_rows(a, A.numel(), s, static_cast<float>(z), -128.0f, 127.0f, reinterpret_cast<int8_t*>(q.data()),
+                    ctx.threads());
+    } else {
+      quantize_rows(a, A.numel(), s, static_cast<float>(z), 0.0f, 255.0f, q.data(), ctx.threads());
+    }
+    // Output scale per column, computed as the graph's Mul(a_scale, Ws) does.
+    std::vector<float> scale(static_cast<size_t>(N_));
+    for (int64_t j = 0; j < N_; ++j) scale[static_cast<size_t>(j)] = s * ws_[static_cast<size_t>(j)];
+    if (fast_ && finite && dnnl_run(rows, q.data(), z, scale.data(), y, ctx.threads())) return;
+    reference(rows, q.data(), z, scale.data(), y);
+  }
+
+ private:
+  struct Prim {
+    dnnl::matmul prim;
+    memory::desc scratchpad;
+  };
+
+  // int32 accumulation, then float(acc) * scale[n] (+ bias[n]).
+  void reference(int64_t rows, const uint8_t* q, int32_t z, const float* scale, float* y) const {
+    const int8_t* w = wq_.data<int8_t>();
+    std::vector<int32_t> acc(static_cast<size_t>(N_));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::fill(acc.begin(), acc.end(), 0);
+      const uint8_t* qr = q + r * K_;
+      for (int64_t k = 0; k < K_; ++k) {
+        int32_t av = (x_signed_ ? static_cast<int32_t>(static_cast<int8_t>(qr[k])) : static_cast<int32_t>(qr[k])) - z;
+        if (av == 0) continue;
+        for (int64_t j = 0; j < N_; ++j)
+          acc[static_cast<size_t>(j)] += av * static_cast<int32_t>(trans_b_ ? w[j * K_ + k] : w[k * N_ + j]);
+      }
+      float* yr = y + r * N_;
+      for (int64_t j = 0; j < N_; ++j) {
+        float v = static_cast<float>(acc[static_cast<size_t>(j)]) * scale[j];
+        yr[j] = bias_.empty() ? v : v + bias_[static_cast<size_t>(j)];
+      }
+    }
+  }
+
+  // oneDNN's plain u8/s8 x s8 -> s32 product (no attributes: its fastest kernels), written into
+  // y's buffer, then converted there: acc - z * colsum(W), exact in int32, times scale (+ bias).
+  bool dnnl_run(int64_t rows, const uint8_t* q, int32_t z, const float* scale, float* y, int threads) {
+    try {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = cache_.find(rows);
+      memory::desc a_md({rows, K_}, x_signed_ ? dt::s8 : dt::u8, tag::ab);
+      memory::desc c_md({rows, N_}, dt::s32, tag::ab);
+      if (it == cache_.end()) {
+        if (rejected_.count(rows)) return false;
+        if (cache_.size() >= 64) cache_.clear();
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        memory::desc w_any({K_, N_}, dt::s8, tag::any);
+        dnnl::matmul::primitive_desc pd;
+        try {
+          pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, w_any, c_md), attr, engine());
+        } catch (const dnnl::error&) {
+          rejected_.insert(rows);
+          return false;
+        }
+        if (!packed_ || packed_->get_desc() != pd.weights_desc()) {
+          memory plain(memory::desc({K_, N_}, dt::s8, trans_b_ ? tag::ba : tag::ab), engine(),
+                       const_cast<void*>(wq_.raw()));
+          auto dst = std::make_shared<memory>(pd.weights_desc(), engine());
+          dnnl::stream st(engine());
+          dnnl::reorder(plain, *dst).execute(st, plain, *dst);
+          st.wait();
+          packed_ = dst;
+          cache_.clear();  // primitives made for the previous packing
+        }
+        it = cache_.emplace(rows, Prim{dnnl::matmul(pd), pd.scratchpad_desc()}).first;
+      }
+      Prim& p = it->second;
+      AliasedI32* acc = reinterpret_cast<AliasedI32*>(y);
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(a_md, engine(), const_cast<uint8_t*>(q))},
+                                           {DNNL_ARG_WEIGHTS, *packed_},
+                                           {DNNL_ARG_DST, memory(c_md, engine(), acc)}};
+      if (size_t n = p.scratchpad.get_size()) {
+        if (scratch_.size() < n + 64) scratch_.resize(n + 64);
+        void* base = scratch_.data();
+        size_t space = scratch_.size();
+        args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, engine(), std::align(64, n, base, space)));
+      }
+      dnnl::stream st(engine());
+      p.prim.execute(st, args);
+      st.wait();
+    } catch (const dnnl::error&) {
+      return false;
+    }
+    const int32_t* cs = colsum_.data();
+    const float* b = bias_.empty() ? nullptr : bias_.data();
+    const int64_t n = N_;
+    parallel_for(rows, threads, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const AliasedI32* ar = reinterpret_cast<const AliasedI32*>(y + r * n);
+        float* yr = y + r * n;
+        if (b) {
+          for (int64_t j = 0; j < n; ++j) yr[j] = static_cast<float>(ar[j] - z * cs[j]) * scale[j] + b[j];
+        } else {
+          for (int64_t j = 0; j < n; ++j) yr[j] = static_cast<float>(ar[j] - z * cs[j]) * scale[j];
+        }
+      }
+    });
+    return true;
+  }
+
+  bool valid_ = false, fast_ = false, trans_b_ = false, static_ = false, x_signed_ = false;
+  int64_t K_ = 0, N_ = 0;
+  Tensor wq_;
+  std::vector<float> ws_, bias_;
+  std::vector<int32_t> colsum_;
+  float x_scale_ = 1;
+  int32_t x_zero_ = 0;
+  std::mutex mu_;
+  std::map<int64_t, Prim> cache_;
+  std::set<int64_t> rejected_;
+  std::shared_ptr<memory> packed_;
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace
+
+bool int8_products_exact() {
+  static const bool ok = [] {
+    auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    auto has = [isa](unsigned want) { return (isa & want) == want; };
+    return has(dnnl_cpu_isa_avx512_core_vnni) || has(dnnl_cpu_isa_avx2_vnni);
+  }();
+  return ok;
+}
+
+void register_int8_matmul_kernels(KernelRegistry& r) {
+  r.add(kInternalDomain, "Int8MatMul", 1, factory_of<Int8MatMulKernel>());
+}
+
+}  // namespace t2o::kern
