@@ -795,6 +795,79 @@ int fuse_quant_dequant(Model& m) {
   return count;
 }
 
+// A float activation that only Int8Convs read (as X), written by an Int8Conv, stays channels-last:
+// when the readers all quantize it with the same scale and zero point, the writer stores it
+// quantized (its inputs 6 and 7 are theirs; readers get src_quantized, the value is renamed
+// "<name>#quantized"), else as float NHWC ("<name>#nhwc", dst_nhwc / src_nhwc), which the
+// readers quantize without a transpose.
+int int8_channels_last(Model& m) {
+  Graph& g = m.graph;
+  std::map<std::string, const Tensor*> consts;
+  for (const Initializer& i : g.initializers) consts[i.name] = &i.tensor;
+  for (const ValueInfo& vi : g.inputs) consts.erase(vi.name);
+  auto constant = [&](const std::string& name) -> const Tensor* {
+    auto it = consts.find(name);
+    return it == consts.end() ? nullptr : it->second;
+  };
+  std::set<std::string> names, pinned;
+  for (const ValueInfo& o : g.outputs) pinned.insert(o.name);
+  std::map<std::string, std::vector<std::pair<size_t, size_t>>> readers;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      readers[n.inputs[j]].push_back({k, j});
+      names.insert(n.inputs[j]);
+    }
+    names.insert(n.outputs.begin(), n.outputs.end());
+    for (const Attribute& a : n.attributes) {
+      auto pin = [&](const Node& sn) { pinned.insert(sn.inputs.begin(), sn.inputs.end()); };
+      if (a.g) a.g->for_each_node(pin);
+      for (const auto& sg : a.graphs)
+        if (sg) sg->for_each_node(pin);
+    }
+  }
+  auto int8_conv = [](const Node& n) { return n.op_type == "Int8Conv" && n.domain == kInternalDomain; };
+  int count = 0;
+  for (Node& p : g.nodes) {
+    if (!int8_conv(p) || p.outputs.size() != 1 || pinned.count(p.outputs[0])) continue;
+    auto it = readers.find(p.outputs[0]);
+    if (it == readers.end()) continue;
+    bool only_convs = std::all_of(it->second.begin(), it->second.end(), [&](const std::pair<size_t, size_t>& r) {
+      return r.second == 0 && int8_conv(g.nodes[r.first]);
+    });
+    if (!only_convs) continue;
+    // Readers that all quantize with one scale and zero point get the quantized value itself.
+    const Node& first = g.nodes[it->second[0].first];
+    const Tensor* s0 = first.has_input(4) ? constant(first.inputs[4]) : nullptr;
+    const Tensor* z0 = first.has_input(5) ? constant(first.inputs[5]) : nullptr;
+    bool same_q = s0 && z0;
+    for (const auto& r : it->second) {
+      const Node& n = g.nodes[r.first];
+      const Tensor* s1 = n.has_input(4) ? constant(n.inputs[4]) : nullptr;
+      const Tensor* z1 = n.has_input(5) ? constant(n.inputs[5]) : nullptr;
+      same_q = same_q && s1 && z1 && s1->equals(*s0) && z1->equals(*z0);
+    }
+    std::string v = p.outputs[0], nv = v + (same_q ? "#quantized" : "#nhwc");
+    while (names.count(nv)) nv += "_";
+    names.insert(nv);
+    p.outputs[0] = nv;
+    if (same_q) {
+      p.inputs.resize(std::max<size_t>(p.inputs.size(), 6));
+      p.inputs.resize(8);
+      p.inputs[6] = first.inputs[4];
+      p.inputs[7] = first.inputs[5];
+    } else {
+      p.set_attr(Attribute::make_int("dst_nhwc", 1));
+    }
+    for (const auto& [k, j] : it->second) {
+      g.nodes[k].inputs[j] = nv;
+      g.nodes[k].set_attr(Attribute::make_int(same_q ? "src_quantized" : "src_nhwc", 1));
+    }
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace
 
 int optimize_for_runtime(Model& m) {
@@ -803,6 +876,7 @@ int optimize_for_runtime(Model& m) {
   fused += fuse_quant_dequant(m);
   fused += Fuser(m).fuse_matmuls();
   fused += Fuser(m).run();
+  fused += int8_channels_last(m);
   // A fresh analysis: fusion renumbered the nodes.
   return fused + Fuser(m).block_layouts(kern::channel_block());
 }

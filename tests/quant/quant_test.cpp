@@ -10,6 +10,7 @@
 #include "passes/graph_util.h"
 #include "quant/quant.h"
 #include "quant_models.h"
+#include "runtime/kernels/int8.h"
 #include "runtime/optimize.h"
 
 namespace fs = std::filesystem;
@@ -500,6 +501,7 @@ TEST(QuantRuntime, DynamicInt8MatMulKeepsReadValuesAndZeroInputs) {
 // rounding of its sums (the int8 sums are exact), so the outputs agree to float precision except
 // where a value sits on a rounding boundary of the next QuantizeLinear.
 TEST(QuantRuntime, StaticInt8MatMulMatchesReference) {
+  if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: static QDQ products stay float products";
   for (bool per_channel : {false, true}) {
     SCOPED_TRACE(per_channel ? "per-channel" : "per-tensor");
     for (const Model& f : {projections(), mlp()}) {
@@ -535,6 +537,7 @@ TEST(QuantRuntime, StaticInt8MatMulMatchesReference) {
 // strides, dilations, groups (depthwise), int8 and uint8 activations, per-tensor and
 // per-channel weight scales, with and without a bias.
 TEST(QuantRuntime, Int8ConvMatchesReference) {
+  if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: static QDQ products stay float products";
   struct Case {
     int64_t c, m, k, group, stride, dil, pad;
     bool per_channel, bias, signed_x;
@@ -575,7 +578,9 @@ TEST(QuantRuntime, Int8ConvMatchesReference) {
     else if (!post.empty()) b.node(post, {"c"}, {"y"});
     b.output("y", {});
     EXPECT_EQ(count_after_runtime_rewrites(b.m, "Int8Conv"), 1);
-    if (!post.empty()) EXPECT_EQ(count_after_runtime_rewrites(b.m, post), 0) << post << " is fused";
+    if (!post.empty()) {
+      EXPECT_EQ(count_after_runtime_rewrites(b.m, post), 0) << post << " is fused";
+    }
     // Inputs past the quantization range both ways: saturation is part of what is compared.
     std::map<std::string, RValue> feeds{{"x", random_normal(g, {2, t.c, 13, 11}, 2.5f)}};
     Session fast(b.m);
@@ -593,6 +598,97 @@ TEST(QuantRuntime, Int8ConvMatchesReference) {
     auto own = run_ref(rewritten, feeds);
     const Tensor& r = own.at("y").tensor;
     for (int64_t i = 0; i < a.numel(); ++i) ASSERT_NEAR(a.as_double(i), r.as_double(i), 1e-5 * (1 + std::fabs(a.as_double(i)))) << i;
+  }
+}
+
+// Between two int8 convolutions the activation stays channels-last and 8-bit: the first writes
+// what the second's QuantizeLinear would make of it; the graph's outputs are what the reference
+// computes (up to a rounding step of that requantization), on the fast path and on Int8Conv's own
+// loops.
+TEST(QuantRuntime, Int8ConvChainStaysChannelsLast) {
+  if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: static QDQ products stay float products";
+  Model f = cnn();
+  QuantizeOptions o;
+  o.mode = QuantMode::Static;
+  o.per_channel = true;
+  o.calibration = generate_input_sets(f, 4, 1);
+  Model q = f;
+  quantize(q, o);
+  Model rewritten = q;
+  optimize_for_runtime(rewritten);
+  int writers = 0, readers = 0;
+  for (const Node& n : rewritten.graph.nodes) {
+    writers += n.has_input(6);  // y_scale: the output is the next conv's quantized input
+    readers += n.attr_int("src_quantized", 0) != 0;
+  }
+  EXPECT_EQ(count_op(rewritten, "Int8Conv"), 2);
+  EXPECT_EQ(writers, 1);
+  EXPECT_EQ(readers, 1);
+  std::mt19937 g(12);
+  for (int rep = 0; rep < 3; ++rep) {
+    auto feeds = feeds_for(q, g, {});
+    auto want = run_ref(q, feeds);
+    Session fast(q);
+    auto got = fast.run(feeds);
+    auto own = run_ref(rewritten, feeds);
+    const Tensor& a = want.at("logits").tensor;
+    for (const Tensor* c : {&got.at("logits").tensor, &own.at("logits").tensor}) {
+      ASSERT_EQ(a.dims(), c->dims());
+      int close = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) close += std::fabs(a.as_double(i) - c->as_double(i)) <= 1e-4 * (1 + std::fabs(a.as_double(i)));
+      EXPECT_GE(close, a.numel() - 1);
+    }
+  }
+}
+
+// One conv output read by two int8 convs that quantize it differently: it stays float, channels-last.
+TEST(QuantRuntime, Int8ConvFloatChannelsLastEdge) {
+  if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: static QDQ products stay float products";
+  std::mt19937 g(13);
+  ModelBuilder b;
+  b.input("x", {1, 8, 9, 9});
+  std::uniform_int_distribution<int> u(-127, 127);
+  auto int8_weight = [&](const Dims& d) {
+    Tensor w(DType::Int8, d);
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(u(g));
+    return w;
+  };
+  Tensor z(DType::UInt8, {});
+  z.data<uint8_t>()[0] = 128;
+  b.init("s0", Tensor::scalar<float>(0.02f)).init("s1", Tensor::scalar<float>(0.05f)).init("s2", Tensor::scalar<float>(0.08f));
+  b.init("z", z).init("wz", Tensor::scalar<int8_t>(0)).init("ws", Tensor::scalar<float>(0.004f));
+  b.init("wa", int8_weight({16, 8, 3, 3})).init("wb", int8_weight({4, 16, 1, 1})).init("wc", int8_weight({4, 16, 3, 3}));
+  std::vector<Attribute> pad{Attribute::make_ints("pads", {1, 1, 1, 1})};
+  b.node("QuantizeLinear", {"x", "s0", "z"}, {"xq"}).node("DequantizeLinear", {"xq", "s0", "z"}, {"xd"});
+  for (const char* w : {"wa", "wb", "wc"}) b.node("DequantizeLinear", {w, "ws", "wz"}, {std::string(w) + "_f"});
+  b.node("Conv", {"xd", "wa_f"}, {"a"}, pad);
+  b.node("QuantizeLinear", {"a", "s1", "z"}, {"aq1"}).node("DequantizeLinear", {"aq1", "s1", "z"}, {"ad1"});
+  b.node("QuantizeLinear", {"a", "s2", "z"}, {"aq2"}).node("DequantizeLinear", {"aq2", "s2", "z"}, {"ad2"});
+  b.node("Conv", {"ad1", "wb_f"}, {"yb"}).node("Conv", {"ad2", "wc_f"}, {"yc"}, pad);
+  b.output("yb", {}).output("yc", {});
+  Model rewritten = b.m;
+  optimize_for_runtime(rewritten);
+  EXPECT_EQ(count_op(rewritten, "Int8Conv"), 3);
+  int writers = 0, readers = 0;
+  for (const Node& n : rewritten.graph.nodes) {
+    writers += n.attr_int("dst_nhwc", 0) != 0;
+    readers += n.attr_int("src_nhwc", 0) != 0;
+  }
+  EXPECT_EQ(writers, 1);
+  EXPECT_EQ(readers, 2);
+  std::map<std::string, RValue> feeds{{"x", random_normal(g, {1, 8, 9, 9}, 1.5f)}};
+  auto want = run_ref(b.m, feeds);
+  Session fast(b.m);
+  auto got = fast.run(feeds);
+  auto own = run_ref(rewritten, feeds);
+  for (const char* name : {"yb", "yc"}) {
+    const Tensor& a = want.at(name).tensor;
+    for (const Tensor* c : {&got.at(name).tensor, &own.at(name).tensor}) {
+      ASSERT_EQ(a.dims(), c->dims());
+      int64_t close = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) close += std::fabs(a.as_double(i) - c->as_double(i)) <= 1e-4 * (1 + std::fabs(a.as_double(i)));
+      EXPECT_GE(close, a.numel() - a.numel() / 100) << name;
+    }
   }
 }
 

@@ -3,6 +3,12 @@
 // with zero point 0, float bias) computed in int8:
 //   Int8Conv(X, Wq, Ws, [B], x_scale, [x_zero_point])  with Conv's attributes, and optionally
 //   FusedConv's element-wise post-ops (post_ops / post_alpha / post_beta; no residual sum)
+// Layout attributes set by the runtime's rewrites: src_nhwc / dst_nhwc (X / Y are channels-last,
+// [N, H, W, C]); src_quantized (X is already the quantized 8-bit activation, channels-last).
+// Inputs 6 and 7, y_scale / y_zero_point, make Y the output quantized for the next Int8Conv
+// (QuantizeLinear of the float result, channels-last, the zero point's type): oneDNN then
+// requantizes as it stores, multiplying by 1 / y_scale where QuantizeLinear divides, so a value
+// on a rounding boundary may land one step away.
 // X (float, NCHW) is quantized with x_scale / x_zero_point as QuantizeLinear does, the products are
 // summed in int32 (exact; the float graph rounds each sum), and y = acc * x_scale * Ws[m] + B[m].
 // Ws holds one scale or one per output channel.
@@ -41,6 +47,10 @@ class Int8ConvKernel : public OpKernel {
   explicit Int8ConvKernel(const KernelInfo& info) : node_(info.node), attrs_(WindowAttrs::from_node(info.node)) {
     const Node& n = info.node;
     group_ = n.attr_int("group", 1);
+    src_nhwc_ = n.attr_int("src_nhwc", 0) != 0;
+    dst_nhwc_ = n.attr_int("dst_nhwc", 0) != 0;
+    src_quantized_ = n.attr_int("src_quantized", 0) != 0;
+    if (src_quantized_) src_nhwc_ = true;
     post_ = conv_post_ops(n);
     for (const ConvPostOp& p : post_)
       if (p.kind == ConvPostOp::Kind::Sum) return;
@@ -68,6 +78,19 @@ class Int8ConvKernel : public OpKernel {
       if (!b || b->dtype() != DType::Float || b->numel() != M_) return;
       std::copy(b->data<float>(), b->data<float>() + M_, bias_.begin());
     }
+    if (n.has_input(6)) {
+      const Tensor* ys = info.constant_input(6);
+      const Tensor* yz = n.has_input(7) ? info.constant_input(7) : nullptr;
+      if (!ys || ys->numel() != 1 || !dtype_is_float(ys->dtype())) return;
+      if (n.has_input(7) && (!yz || yz->numel() != 1 || (yz->dtype() != DType::UInt8 && yz->dtype() != DType::Int8)))
+        return;
+      y_quantized_ = true;
+      y_scale_ = static_cast<float>(ys->as_double(0));
+      y_zero_ = yz ? static_cast<int32_t>(yz->as_int(0)) : 0;
+      y_signed_ = yz && yz->dtype() == DType::Int8;
+      if (!(y_scale_ > 0) || !std::isfinite(y_scale_)) return;
+      dst_nhwc_ = true;
+    }
     valid_ = true;
     fast_ = info.fast_paths && int8_products_exact();
   }
@@ -77,33 +100,43 @@ class Int8ConvKernel : public OpKernel {
       ctx.fail("needs constant int8 4-D weights, their scales (1 or per output channel), a float bias, one activation "
                "scale and element-wise post-ops only");
     const Tensor& X = ctx.input(0);
-    if (X.dtype() != DType::Float || X.rank() != 4) ctx.fail("X must be a 4-D float tensor");
-    const int64_t N = X.dim(0), C = X.dim(1), H = X.dim(2), W = X.dim(3);
+    const DType xt = src_quantized_ ? (x_signed_ ? DType::Int8 : DType::UInt8) : DType::Float;
+    if (X.dtype() != xt || X.rank() != 4) ctx.fail("X must be a 4-D " + std::string(dtype_name(xt)) + " tensor");
+    const int64_t N = X.dim(0), C = X.dim(src_nhwc_ ? 3 : 1), H = X.dim(src_nhwc_ ? 1 : 2), W = X.dim(src_nhwc_ ? 2 : 3);
     if (C != wq_.dim(1) * group_)
       ctx.fail("X has " + std::to_string(C) + " channels, the weights need " + std::to_string(wq_.dim(1) * group_));
     Geom g = forward_geom(node_, attrs_, {H, W}, {wq_.dim(2), wq_.dim(3)});
     const int64_t OH = g.out[0], OW = g.out[1];
-    Tensor& Y = ctx.allocate_output_uninit(0, DType::Float, {N, M_, OH, OW});
+    const DType yt = y_quantized_ ? (y_signed_ ? DType::Int8 : DType::UInt8) : DType::Float;
+    Tensor& Y = ctx.allocate_output_uninit(0, yt, dst_nhwc_ ? Dims{N, OH, OW, M_} : Dims{N, M_, OH, OW});
     if (Y.numel() == 0) return;
     // Quantized X, channels last (what oneDNN's int8 kernels read; the reference reads it too).
-    std::vector<uint8_t> q(static_cast<size_t>(X.numel()));
-    quantize_nhwc(X.data<float>(), N, C, H * W, q.data(), ctx.threads());
-    if (fast_ && dnnl_run(q.data(), N, C, H, W, g, Y.data<float>())) return;
-    reference(q.data(), N, C, H, W, g, Y.data<float>(), ctx.threads());
+    std::vector<uint8_t> own;
+    const uint8_t* q = static_cast<const uint8_t*>(X.raw());
+    if (!src_quantized_) {
+      own.resize(static_cast<size_t>(X.numel()));
+      quantize_nhwc(X.data<float>(), N, C, H * W, own.data(), ctx.threads());
+      q = own.data();
+    }
+    if (fast_ && dnnl_run(q, N, C, H, W, g, Y.raw())) return;
+    reference(q, N, C, H, W, g, Y.raw(), ctx.threads());
   }
 
  private:
   struct Prim {
     dnnl::convolution_forward conv;
     memory::desc scratchpad, dst;
-    dnnl::reorder to_nchw;
   };
 
-  // QuantizeLinear's rounding (see quantize_rows in matmul_int8.cpp), transposed to [N, HW, C].
+  // X quantized into [N, HW, C]: transposed from NCHW, or as it is when it is channels-last already.
   void quantize_nhwc(const float* x, int64_t N, int64_t C, int64_t HW, uint8_t* q, int threads) const {
-    constexpr float kRound = 12582912.0f, kBig = 4194304.0f;
     const float s = x_scale_, z = static_cast<float>(x_zero_);
     const float lo = x_signed_ ? -128.0f : 0.0f, hi = x_signed_ ? 127.0f : 255.0f;
+    if (src_nhwc_) {
+      if (x_signed_) quantize_rows(x, N * HW * C, s, z, lo, hi, reinterpret_cast<int8_t*>(q), threads);
+      else quantize_rows(x, N * HW * C, s, z, lo, hi, q, threads);
+      return;
+    }
     constexpr int64_t kTile = 64;
     const int64_t tiles = (HW + kTile - 1) / kTile;
     parallel_for(N * tiles, threads, 1, [&](int64_t b, int64_t e) {
@@ -113,13 +146,7 @@ class Int8ConvKernel : public OpKernel {
         uint8_t* qn = q + n * HW * C;
         for (int64_t c = 0; c < C; ++c) {
           const float* xc = x + (n * C + c) * HW;
-          for (int64_t p = p0; p < p1; ++p) {
-            float v = xc[p] / s;
-            v = v < -kBig ? -kBig : (v > kBig ? kBig : v);
-            float r = ((v + kRound) - kRound) + z;
-            r = r != r ? z : r;
-            buf[p - p0] = r < lo ? lo : (r > hi ? hi : r);
-          }
+          for (int64_t p = p0; p < p1; ++p) buf[p - p0] = quantize_one(xc[p], s, z, lo, hi);
           for (int64_t p = p0; p < p1; ++p)
             qn[p * C + c] = static_cast<uint8_t>(static_cast<int32_t>(buf[p - p0]) & 0xff);
         }
@@ -132,7 +159,7 @@ class Int8ConvKernel : public OpKernel {
   }
 
   // Direct int32 convolution of (q - z) with Wq; padding is real zero, i.e. q = z.
-  void reference(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, float* y,
+  void reference(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, void* y,
                  int threads) const {
     const int64_t OH = g.out[0], OW = g.out[1], KH = wq_.dim(2), KW = wq_.dim(3);
     const int64_t Cg = C / group_, Mg = M_ / group_;
@@ -156,13 +183,20 @@ class Int8ConvKernel : public OpKernel {
             }
             float v = static_cast<float>(acc) * scale_[static_cast<size_t>(m)] + bias_[static_cast<size_t>(m)];
             for (const ConvPostOp& p : post_) v = p.apply(v);
-            y[((n * M_ + m) * OH + oh) * OW + ow] = v;
+            int64_t at = dst_nhwc_ ? ((n * OH + oh) * OW + ow) * M_ + m : ((n * M_ + m) * OH + oh) * OW + ow;
+            if (!y_quantized_) {
+              static_cast<float*>(y)[at] = v;
+            } else {
+              float r = quantize_one(v, y_scale_, static_cast<float>(y_zero_), y_signed_ ? -128.0f : 0.0f,
+                                     y_signed_ ? 127.0f : 255.0f);
+              static_cast<uint8_t*>(y)[at] = static_cast<uint8_t>(static_cast<int32_t>(r) & 0xff);
+            }
           }
       }
     });
   }
 
-  bool dnnl_run(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, float* y) {
+  bool dnnl_run(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, void* y) {
     try {
       std::lock_guard<std::mutex> lock(mu_);
       const int64_t OH = g.out[0], OW = g.out[1];
@@ -170,6 +204,7 @@ class Int8ConvKernel : public OpKernel {
       memory::desc src({N, C, H, W}, x_signed_ ? dt::s8 : dt::u8, tag::nhwc);
       memory::desc bias_md({1, M_, 1, 1}, dt::f32, tag::abcd);
       memory::desc nchw({N, M_, OH, OW}, dt::f32, tag::nchw);
+      const dt ydt = !y_quantized_ ? dt::f32 : y_signed_ ? dt::s8 : dt::u8;
       auto it = cache_.find(key);
       if (it == cache_.end()) {
         if (rejected_.count(key)) return false;
@@ -177,7 +212,7 @@ class Int8ConvKernel : public OpKernel {
         memory::dims wd = group_ == 1 ? memory::dims{M_, C, wq_.dim(2), wq_.dim(3)}
                                       : memory::dims{group_, M_ / group_, C / group_, wq_.dim(2), wq_.dim(3)};
         memory::desc w_any(wd, dt::s8, tag::any);
-        memory::desc dst({N, M_, OH, OW}, dt::f32, tag::nhwc);
+        memory::desc dst({N, M_, OH, OW}, ydt, tag::nhwc);
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         attr.set_output_scales(1 << 1, scale_);
@@ -191,6 +226,9 @@ class Int8ConvKernel : public OpKernel {
           else if (p.kind == K::Swish) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
           else if (p.kind == K::HardSwish) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
         }
+        // QuantizeLinear of the result: y / y_scale + y_zero_point, rounded and saturated as stored.
+        if (y_quantized_)
+          po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f / y_scale_, static_cast<float>(y_zero_));
         attr.set_post_ops(po);
         memory::dims dil{g.dil[0] - 1, g.dil[1] - 1};
         dnnl::convolution_forward::primitive_desc pd;
@@ -217,14 +255,14 @@ class Int8ConvKernel : public OpKernel {
           cache_.clear();
         }
         memory::desc got = pd.dst_desc();
-        it = cache_.emplace(key, Prim{dnnl::convolution_forward(pd), pd.scratchpad_desc(), got,
-                                      dnnl::reorder(dnnl::reorder::primitive_desc(engine(), got, engine(), nchw))})
-                 .first;
+        it = cache_.emplace(key, Prim{dnnl::convolution_forward(pd), pd.scratchpad_desc(), got}).first;
       }
       Prim& p = it->second;
+      // Channels-last output: oneDNN writes y itself; else its own layout, reordered into y.
+      const bool direct = dst_nhwc_ && p.dst == memory::desc({N, M_, OH, OW}, ydt, tag::nhwc);
       size_t need = p.dst.get_size();
-      if (tmp_.size() < need / sizeof(float) + 16) tmp_.resize(need / sizeof(float) + 16);
-      memory dm(p.dst, engine(), tmp_.data());
+      if (!direct && tmp_.size() < need / sizeof(float) + 16) tmp_.resize(need / sizeof(float) + 16);
+      memory dm(p.dst, engine(), direct ? y : tmp_.data());
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(src, engine(), const_cast<uint8_t*>(q))},
                                            {DNNL_ARG_WEIGHTS, *packed_},
                                            {DNNL_ARG_DST, dm},
@@ -238,8 +276,10 @@ class Int8ConvKernel : public OpKernel {
       }
       dnnl::stream st(engine());
       p.conv.execute(st, args);
-      memory ym(nchw, engine(), y);
-      p.to_nchw.execute(st, dm, ym);
+      if (!direct) {
+        memory ym(dst_nhwc_ ? memory::desc({N, M_, OH, OW}, ydt, tag::nhwc) : nchw, engine(), y);
+        dnnl::reorder(dm, ym).execute(st, dm, ym);
+      }
       st.wait();
       return true;
     } catch (const dnnl::error&) {
@@ -249,7 +289,10 @@ class Int8ConvKernel : public OpKernel {
 
   Node node_;
   WindowAttrs attrs_;
-  bool valid_ = false, fast_ = false, x_signed_ = false;
+  bool valid_ = false, fast_ = false, x_signed_ = false, src_nhwc_ = false, dst_nhwc_ = false;
+  bool src_quantized_ = false, y_quantized_ = false, y_signed_ = false;
+  float y_scale_ = 1;
+  int32_t y_zero_ = 0;
   int64_t group_ = 1, M_ = 0;
   Tensor wq_;
   float x_scale_ = 1;

@@ -1,7 +1,7 @@
 #pragma once
 // The runtime's int8 products (Int8MatMul in matmul_int8.cpp, Int8Conv in conv_int8.cpp; the
 // rewrites that make them are in runtime/optimize.cpp).
-#include "runtime/kernel.h"
+#include "runtime/kernels/util.h"
 
 namespace t2o::kern {
 
@@ -9,6 +9,27 @@ namespace t2o::kern {
 // Without VNNI they add pairs of products in 16 bits, which can saturate; the rewrites that would
 // otherwise only trade float products for slow reference loops are then left out.
 bool int8_products_exact();
+
+// x / s rounded half to even plus z, saturated to [lo, hi]; NaN to z. The arithmetic of the
+// QuantizeLinear and DynamicQuantizeLinear kernels, in a form the compiler vectorizes: adding and
+// taking off 1.5 * 2^23 rounds a float below 2^22 in magnitude as nearbyint does, and larger
+// quotients saturate either way. Returns the integer as a float.
+inline float quantize_one(float x, float s, float z, float lo, float hi) {
+  constexpr float kRound = 12582912.0f, kBig = 4194304.0f;
+  float v = x / s;
+  v = v < -kBig ? -kBig : (v > kBig ? kBig : v);
+  float r = ((v + kRound) - kRound) + z;
+  r = r != r ? z : r;
+  return r < lo ? lo : (r > hi ? hi : r);
+}
+
+// quantize_one over n floats, threaded, into 8-bit integers.
+template <typename Q>
+void quantize_rows(const float* x, int64_t n, float s, float z, float lo, float hi, Q* q, int threads) {
+  parallel_for(n, threads, 32768, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) q[i] = static_cast<Q>(static_cast<int32_t>(quantize_one(x[i], s, z, lo, hi)));
+  });
+}
 
 void register_int8_matmul_kernels(KernelRegistry& r);  // matmul_int8.cpp
 void register_int8_conv_kernels(KernelRegistry& r);    // conv_int8.cpp

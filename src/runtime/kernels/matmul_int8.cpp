@@ -85,25 +85,6 @@ dnnl::engine& engine() {
   return e;
 }
 
-// x / s rounded half to even plus z, saturated to [lo, hi]; NaN to z. The arithmetic of the
-// QuantizeLinear and DynamicQuantizeLinear kernels, in a form the compiler vectorizes: adding and
-// taking off 1.5 * 2^23 rounds a float below 2^22 in magnitude as nearbyint does, and larger
-// quotients saturate either way.
-template <typename Q>
-void quantize_rows(const float* x, int64_t n, float s, float z, float lo, float hi, Q* q, int threads) {
-  constexpr float kRound = 12582912.0f, kBig = 4194304.0f;
-  parallel_for(n, threads, 32768, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      float v = x[i] / s;
-      v = v < -kBig ? -kBig : (v > kBig ? kBig : v);
-      float r = ((v + kRound) - kRound) + z;
-      r = r != r ? z : r;
-      r = r < lo ? lo : (r > hi ? hi : r);
-      q[i] = static_cast<Q>(static_cast<int32_t>(r));
-    }
-  });
-}
-
 class Int8MatMulKernel : public OpKernel {
  public:
   explicit Int8MatMulKernel(const KernelInfo& info) {
