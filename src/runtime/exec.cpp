@@ -11,6 +11,8 @@
 #include <set>
 #include <string_view>
 
+#include <unistd.h>
+
 namespace t2o {
 
 namespace {
@@ -76,10 +78,17 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
         drop_cache();
         reserve_memory(n);
       }
-      p = std::aligned_alloc(64, n);
+      // More than the machine's memory cannot be filled: refused before the allocator sees it
+      // (sanitizer allocators abort on such sizes instead of returning null).
+      static const size_t physical = [] {
+        long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGESIZE);
+        return pages > 0 && size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(size) : SIZE_MAX;
+      }();
+      p = n <= physical ? std::aligned_alloc(64, n) : nullptr;
       if (!p) {
         release_memory(n);
-        throw InputError("out of memory allocating " + std::to_string(bytes) + " bytes");
+        throw InputError("out of memory allocating " + std::to_string(bytes) + " bytes" +
+                         (n > physical ? " (more than this machine's " + std::to_string(physical) + ")" : ""));
       }
       fresh_.fetch_add(1, std::memory_order_relaxed);
     }

@@ -2,6 +2,19 @@
 // Runtime graph rewrites, applied by Session at build when fast paths are on (never with
 // fast_paths=false, so reference runs and run_all see the graph as written).
 //
+// First, quantized products become int8 products (runtime/kernels/int8.h):
+//   ai.torch2onnx.internal::Int8MatMul(A, Wq, Ws, [bias], [x_scale, x_zero_point])  [trans_b]
+// for the dynamic chain DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(a_scale * Ws)
+// [-> Add bias] (the same values bit for bit) and, on CPUs with VNNI, for a static QDQ MatMul or
+// Gemm (QuantizeLinear -> DequantizeLinear on A, DequantizeLinear of constant int8 weights with
+// zero point 0); and
+//   ai.torch2onnx.internal::Int8Conv(X, Wq, Ws, [B], x_scale, [x_zero_point], [y_scale, y_zero_point])
+// for a static QDQ 2-d Conv (VNNI only), which later takes the element-wise post-ops below
+// (not the residual sum). The quantizing nodes go when nothing else reads them. An activation
+// written by an Int8Conv and read only by Int8Convs stays channels-last: quantized 8-bit when
+// the readers share one scale and zero point (the writer's y_scale / y_zero_point, the readers'
+// src_quantized), else float (dst_nhwc / src_nhwc); renamed "<name>#quantized" / "<name>#nhwc".
+//
 // DequantizeLinear nodes whose inputs are all initializers (int8 weights of QDQ models) are
 // replaced by the float initializers they compute, so the ops reading them see constant weights.
 // A QuantizeLinear -> DequantizeLinear pair with one constant scale and zero point (a static QDQ
