@@ -692,4 +692,27 @@ TEST(QuantRuntime, Int8ConvFloatChannelsLastEdge) {
   }
 }
 
+// The vectorized quantization the int8 kernels use gives QuantizeLinear's values bit for bit:
+// halves to even, saturation both ways, NaN to the zero point, infinities, tails past 16 lanes.
+TEST(QuantRuntime, QuantizeBytesMatchesQuantizeLinear) {
+  std::mt19937 g(17);
+  Tensor x = random_normal(g, {1003}, 6.0f);
+  float* p = x.data<float>();
+  const float special[] = {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.025f, 0.075f, -0.025f, 0.0f, -0.0f, 12.775f, -6.425f};
+  for (size_t i = 0; i < std::size(special); ++i) p[i * 7] = special[i];
+  for (DType zt : {DType::UInt8, DType::Int8}) {
+    SCOPED_TRACE(dtype_name(zt));
+    Tensor z(zt, {});
+    if (zt == DType::UInt8) z.data<uint8_t>()[0] = 131;
+    else z.data<int8_t>()[0] = -7;
+    Tensor want = run_op("QuantizeLinear", {x, Tensor::scalar<float>(0.05f), z}, {}, kRef);
+    std::vector<uint8_t> got(1003);
+    bool u8 = zt == DType::UInt8;
+    kern::quantize_bytes(p, 1003, 0.05f, static_cast<float>(z.as_int(0)), u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f,
+                         got.data(), 2);
+    for (int64_t i = 0; i < 1003; ++i)
+      ASSERT_EQ(static_cast<uint8_t*>(want.raw())[i], got[static_cast<size_t>(i)]) << "x = " << p[i];
+  }
+}
+
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -111,12 +112,12 @@ class Int8ConvKernel : public OpKernel {
     Tensor& Y = ctx.allocate_output_uninit(0, yt, dst_nhwc_ ? Dims{N, OH, OW, M_} : Dims{N, M_, OH, OW});
     if (Y.numel() == 0) return;
     // Quantized X, channels last (what oneDNN's int8 kernels read; the reference reads it too).
-    std::vector<uint8_t> own;
+    std::unique_ptr<uint8_t[]> own;  // uninitialized: every byte is written
     const uint8_t* q = static_cast<const uint8_t*>(X.raw());
     if (!src_quantized_) {
-      own.resize(static_cast<size_t>(X.numel()));
-      quantize_nhwc(X.data<float>(), N, C, H * W, own.data(), ctx.threads());
-      q = own.data();
+      own.reset(new uint8_t[static_cast<size_t>(X.numel())]);
+      quantize_nhwc(X.data<float>(), N, C, H, W, own.get(), ctx.threads());
+      q = own.get();
     }
     // oneDNN divides by sizes while choosing kernels: empty inputs take the loops.
     if (fast_ && X.numel() > 0 && dnnl_run(q, N, C, H, W, g, Y.raw())) return;
@@ -129,30 +130,28 @@ class Int8ConvKernel : public OpKernel {
     memory::desc scratchpad, dst;
   };
 
-  // X quantized into [N, HW, C]: transposed from NCHW, or as it is when it is channels-last already.
-  void quantize_nhwc(const float* x, int64_t N, int64_t C, int64_t HW, uint8_t* q, int threads) const {
+  // X quantized into [N, HW, C]: as it is when it is channels-last already, else quantized in
+  // place order and then reordered by oneDNN.
+  void quantize_nhwc(const float* x, int64_t N, int64_t C, int64_t H, int64_t W, uint8_t* q, int threads) {
     const float s = x_scale_, z = static_cast<float>(x_zero_);
     const float lo = x_signed_ ? -128.0f : 0.0f, hi = x_signed_ ? 127.0f : 255.0f;
-    if (src_nhwc_) {
-      if (x_signed_) quantize_rows(x, N * HW * C, s, z, lo, hi, reinterpret_cast<int8_t*>(q), threads);
-      else quantize_rows(x, N * HW * C, s, z, lo, hi, q, threads);
-      return;
+    const int64_t n = N * C * H * W;
+    if (src_nhwc_) return quantize_bytes(x, n, s, z, lo, hi, q, threads);
+    std::unique_ptr<uint8_t[]> plain(new uint8_t[static_cast<size_t>(n)]);
+    quantize_bytes(x, n, s, z, lo, hi, plain.get(), threads);
+    try {
+      const dt t = x_signed_ ? dt::s8 : dt::u8;
+      memory a(memory::desc({N, C, H, W}, t, tag::nchw), engine(), plain.get());
+      memory b(memory::desc({N, C, H, W}, t, tag::nhwc), engine(), q);
+      dnnl::stream st(engine());
+      dnnl::reorder(a, b).execute(st, a, b);
+      st.wait();
+    } catch (const dnnl::error&) {
+      const int64_t HW = H * W;
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t p = 0; p < HW; ++p) q[(i * HW + p) * C + c] = plain[(i * C + c) * HW + p];
     }
-    constexpr int64_t kTile = 64;
-    const int64_t tiles = (HW + kTile - 1) / kTile;
-    parallel_for(N * tiles, threads, 1, [&](int64_t b, int64_t e) {
-      float buf[kTile];
-      for (int64_t t = b; t < e; ++t) {
-        int64_t n = t / tiles, p0 = (t % tiles) * kTile, p1 = std::min(HW, p0 + kTile);
-        uint8_t* qn = q + n * HW * C;
-        for (int64_t c = 0; c < C; ++c) {
-          const float* xc = x + (n * C + c) * HW;
-          for (int64_t p = p0; p < p1; ++p) buf[p - p0] = quantize_one(xc[p], s, z, lo, hi);
-          for (int64_t p = p0; p < p1; ++p)
-            qn[p * C + c] = static_cast<uint8_t>(static_cast<int32_t>(buf[p - p0]) & 0xff);
-        }
-      }
-    });
   }
 
   int32_t qval(const uint8_t* q, int64_t i) const {

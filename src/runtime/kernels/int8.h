@@ -23,13 +23,9 @@ inline float quantize_one(float x, float s, float z, float lo, float hi) {
   return r < lo ? lo : (r > hi ? hi : r);
 }
 
-// quantize_one over n floats, threaded, into 8-bit integers.
-template <typename Q>
-void quantize_rows(const float* x, int64_t n, float s, float z, float lo, float hi, Q* q, int threads) {
-  parallel_for(n, threads, 32768, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) q[i] = static_cast<Q>(static_cast<int32_t>(quantize_one(x[i], s, z, lo, hi)));
-  });
-}
+// quantize_one over n floats, threaded, each result's low byte stored (uint8, or int8 as two's
+// complement). AVX-512 where the CPU has it, with the same values bit for bit.
+void quantize_bytes(const float* x, int64_t n, float s, float z, float lo, float hi, uint8_t* q, int threads);
 
 void register_int8_matmul_kernels(KernelRegistry& r);  // matmul_int8.cpp
 void register_int8_conv_kernels(KernelRegistry& r);    // conv_int8.cpp

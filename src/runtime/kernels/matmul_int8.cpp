@@ -65,6 +65,23 @@ __attribute__((target("avx512f"))) void range_avx512(const float* x, int64_t n, 
   }
 }
 
+// quantize_one on 16 lanes. max(a, v) / min(a, v) return v when v is NaN (the second operand), as
+// the scalar clamps do; the NaN then goes to z before the final clamps.
+__attribute__((target("avx512f"))) void quantize_avx512(const float* x, int64_t n, float s, float z, float lo,
+                                                        float hi, uint8_t* q) {
+  const __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps(z), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __m512 big = _mm512_set1_ps(4194304.0f), nbig = _mm512_set1_ps(-4194304.0f), rnd = _mm512_set1_ps(12582912.0f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), vs);
+    v = _mm512_min_ps(big, _mm512_max_ps(nbig, v));
+    __m512 r = _mm512_add_ps(_mm512_sub_ps(_mm512_add_ps(v, rnd), rnd), vz);
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q), vz);
+    r = _mm512_min_ps(vhi, _mm512_max_ps(vlo, r));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r)));
+  }
+  for (; i < n; ++i) q[i] = static_cast<uint8_t>(static_cast<int32_t>(quantize_one(x[i], s, z, lo, hi)) & 0xff);
+}
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -165,10 +182,9 @@ class Int8MatMulKernel : public OpKernel {
           q[static_cast<size_t>(i)] = saturate_cast<uint8_t>(std::nearbyint(a[i] / s) + static_cast<float>(z),
                                                               static_cast<uint8_t>(z));
     } else if (x_signed_) {
-      quantize_rows(a, A.numel(), s, static_cast<float>(z), -128.0f, 127.0f, reinterpret_cast<int8_t*>(q.data()),
-                    ctx.threads());
+      quantize_bytes(a, A.numel(), s, static_cast<float>(z), -128.0f, 127.0f, q.data(), ctx.threads());
     } else {
-      quantize_rows(a, A.numel(), s, static_cast<float>(z), 0.0f, 255.0f, q.data(), ctx.threads());
+      quantize_bytes(a, A.numel(), s, static_cast<float>(z), 0.0f, 255.0f, q.data(), ctx.threads());
     }
     // Output scale per column, computed as the graph's Mul(a_scale, Ws) does.
     std::vector<float> scale(static_cast<size_t>(N_));
@@ -286,6 +302,14 @@ class Int8MatMulKernel : public OpKernel {
 };
 
 }  // namespace
+
+void quantize_bytes(const float* x, int64_t n, float s, float z, float lo, float hi, uint8_t* q, int threads) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  parallel_for(n, threads, 65536, [&](int64_t b, int64_t e) {
+    if (avx512) return quantize_avx512(x + b, e - b, s, z, lo, hi, q + b);
+    for (int64_t i = b; i < e; ++i) q[i] = static_cast<uint8_t>(static_cast<int32_t>(quantize_one(x[i], s, z, lo, hi)) & 0xff);
+  });
+}
 
 bool int8_products_exact() {
   static const bool ok = [] {
