@@ -101,13 +101,28 @@ class Fuser {
 
   // MatMul with a constant 2-D float B, whose result only a bias Add reads (a constant vector
   // of N values), then optionally the erf GELU: FusedMatMul, one oneDNN matmul with the bias and the
-  // GELU applied as it stores. Returns how many nodes were folded in.
+  // GELU applied as it stores. An Int8MatMul takes a GELU that follows it (attribute activation).
+  // Returns how many nodes were folded in.
   int fuse_matmuls() {
     int fused = 0;
     dead_.assign(g_.nodes.size(), false);
     std::map<size_t, Node> replace;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& mm = g_.nodes[i];
+      // An int8 product followed by the erf GELU takes it as its activation.
+      if (!dead_[i] && mm.op_type == "Int8MatMul" && mm.domain == kInternalDomain && !mm.has_attr("activation") &&
+          mm.outputs.size() == 1) {
+        if (auto g = match_gelu(mm.outputs[0])) {
+          Node f = mm;
+          f.outputs = {g_.nodes[g->back()].outputs[0]};
+          f.set_attr(Attribute::make_string("activation", "gelu"));
+          dead_[i] = true;
+          for (size_t j : *g) dead_[j] = true;
+          replace[*std::max_element(g->begin(), g->end())] = std::move(f);
+          fused += static_cast<int>(g->size());
+        }
+        continue;
+      }
       if (dead_[i] || mm.op_type != "MatMul" || !default_domain(mm) || mm.inputs.size() != 2 || mm.outputs.size() != 1)
         continue;
       const Tensor* w = constant(mm.inputs[1]);

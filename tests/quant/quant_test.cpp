@@ -715,4 +715,36 @@ TEST(QuantRuntime, QuantizeBytesMatchesQuantizeLinear) {
   }
 }
 
+// A transformer's feed-forward input: product, bias, then the erf GELU as exported (x/sqrt2 ->
+// Erf -> +1 -> *x -> *0.5). The int8 product takes the GELU too; values to float rounding.
+TEST(QuantRuntime, Int8MatMulTakesTheGelu) {
+  std::mt19937 g(23);
+  ModelBuilder b;
+  b.input("x", {"batch", "seq", 64});
+  b.init("w", random_normal(g, {64, 96}, 0.125f)).init("b", random_normal(g, {96}, 0.1f));
+  b.init("sqrt2", Tensor::scalar<float>(1.41421356f)).init("one", Tensor::scalar<float>(1.0f)).init("half", Tensor::scalar<float>(0.5f));
+  b.node("MatMul", {"x", "w"}, {"h"}).node("Add", {"h", "b"}, {"hb"});
+  b.node("Div", {"hb", "sqrt2"}, {"d"}).node("Erf", {"d"}, {"e"}).node("Add", {"e", "one"}, {"e1"});
+  b.node("Mul", {"hb", "e1"}, {"m"}).node("Mul", {"m", "half"}, {"y"});
+  b.output("y", {"batch", "seq", 96});
+  for (QuantMode mode : {QuantMode::Dynamic, QuantMode::Static}) {
+    SCOPED_TRACE(mode == QuantMode::Dynamic ? "dynamic" : "static");
+    if (mode == QuantMode::Static && !kern::int8_products_exact()) continue;
+    QuantizeOptions o;
+    o.mode = mode;
+    o.per_channel = true;
+    if (mode == QuantMode::Static) o.calibration = generate_input_sets(b.m, 4, 1);
+    Model q = b.m;
+    quantize(q, o);
+    EXPECT_EQ(count_after_runtime_rewrites(q, "Int8MatMul"), 1);
+    EXPECT_EQ(count_after_runtime_rewrites(q, "Erf"), 0);
+    Model rewritten = q;
+    optimize_for_runtime(rewritten);
+    auto feeds = feeds_for(q, g, {{"batch", 2}, {"seq", 9}});
+    Session fast(q);
+    expect_same_outputs(run_ref(q, feeds), fast.run(feeds), "fast path", 1e-5);
+    expect_same_outputs(run_ref(q, feeds), run_ref(rewritten, feeds), "Int8MatMul's loops", 1e-5);
+  }
+}
+
 }  // namespace

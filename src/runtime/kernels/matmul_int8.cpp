@@ -7,6 +7,8 @@
 // QuantizeLinear -> DequantizeLinear -> MatMul(., DequantizeLinear(Wq))) the activation is
 // quantized with them; the product is then exact in int32 where the float graph rounds each sum.
 // Ws holds one scale, or one per output column; Wq's zero point is 0 (symmetric weights).
+// Attribute activation = "gelu": the erf GELU of the result (a rewrite after this one, see
+// runtime/optimize.h), to float rounding of the separate ops.
 //
 // The fast path is oneDNN's u8/s8 x s8 matmul with the activation's zero point, per-column output
 // scales and the bias as a post-op, used on CPUs with VNNI (or AMX) only: without them oneDNN's
@@ -19,6 +21,7 @@
 #include <mutex>
 #include <set>
 
+#include "runtime/kernels/elementwise_util.h"
 #include "runtime/kernels/int8.h"
 #include "runtime/kernels/matmul_util.h"
 #include "runtime/optimize.h"
@@ -107,6 +110,8 @@ class Int8MatMulKernel : public OpKernel {
   explicit Int8MatMulKernel(const KernelInfo& info) {
     const Node& n = info.node;
     trans_b_ = n.attr_int("trans_b", 0) != 0;
+    gelu_ = n.attr_string("activation", "") == "gelu";
+    if (!gelu_ && n.has_attr("activation")) return;
     const Tensor* w = info.constant_input(1);
     const Tensor* ws = info.constant_input(2);
     if (!w || !ws) return;  // run() reports it
@@ -217,6 +222,7 @@ class Int8MatMulKernel : public OpKernel {
         float v = static_cast<float>(acc[static_cast<size_t>(j)]) * scale[j];
         yr[j] = bias_.empty() ? v : v + bias_[static_cast<size_t>(j)];
       }
+      if (gelu_) gelu(yr, N_);
     }
   }
 
@@ -284,10 +290,39 @@ class Int8MatMulKernel : public OpKernel {
         }
       }
     });
+    if (gelu_) {
+      // oneDNN's vectorized erf GELU, in place (the per-element erf above would call expf).
+      try {
+        std::lock_guard<std::mutex> lock(mu_);
+        memory ym(memory::desc({rows, N_}, dt::f32, tag::ab), engine(), y);
+        dnnl::stream st(engine());
+        it_gelu(rows).execute(st, {{DNNL_ARG_SRC, ym}, {DNNL_ARG_DST, ym}});
+        st.wait();
+      } catch (const dnnl::error&) {
+        for (int64_t r = 0; r < rows; ++r) gelu(y + r * n, n);
+      }
+    }
     return true;
   }
 
-  bool valid_ = false, fast_ = false, trans_b_ = false, static_ = false, x_signed_ = false;
+  // The GELU primitive for `rows` rows (the caller holds mu_).
+  dnnl::eltwise_forward& it_gelu(int64_t rows) {
+    auto it = gelu_prims_.find(rows);
+    if (it != gelu_prims_.end()) return it->second;
+    if (gelu_prims_.size() >= 64) gelu_prims_.clear();
+    memory::desc md({rows, N_}, dt::f32, tag::ab);
+    dnnl::eltwise_forward p(dnnl::eltwise_forward::primitive_desc(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_gelu_erf, md, 0.0f, 0.0f),
+        engine()));
+    return gelu_prims_.emplace(rows, std::move(p)).first->second;
+  }
+
+  // The erf GELU as the float kernels' fast path computes it (Gelu, FusedMatMul's reference tail).
+  static void gelu(float* y, int64_t n) {
+    for (int64_t j = 0; j < n; ++j) y[j] = 0.5f * y[j] * (1.0f + fast_erf(y[j] * 0.7071067811865476f));
+  }
+
+  bool valid_ = false, fast_ = false, trans_b_ = false, static_ = false, x_signed_ = false, gelu_ = false;
   int64_t K_ = 0, N_ = 0;
   Tensor wq_;
   std::vector<float> ws_, bias_;
@@ -296,6 +331,7 @@ class Int8MatMulKernel : public OpKernel {
   int32_t x_zero_ = 0;
   std::mutex mu_;
   std::map<int64_t, Prim> cache_;
+  std::map<int64_t, dnnl::eltwise_forward> gelu_prims_;
   std::set<int64_t> rejected_;
   std::shared_ptr<memory> packed_;
   std::vector<uint8_t> scratch_;
