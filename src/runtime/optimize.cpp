@@ -505,9 +505,10 @@ class Int8MatMulFuser {
     return true;
   }
   // Weight scales valid for N columns: one float, or N float along `axis` of a DequantizeLinear.
+  // Rank 0 or 1 only: a [1, 1] scale would broadcast a 1-D product up to 2-D.
   bool column_scales(const Tensor& ws, int64_t n) const {
-    if (!dtype_is_float(ws.dtype())) return false;
-    return ws.numel() == 1 || (ws.rank() == 1 && ws.numel() == n);
+    if (!dtype_is_float(ws.dtype()) || ws.rank() > 1) return false;
+    return ws.numel() == 1 || ws.numel() == n;
   }
   // A constant float bias of n values that adds to rows of n.
   const Tensor* bias_of(const std::string& name, int64_t n) const {
