@@ -339,6 +339,13 @@ TEST(QuantAccuracy, ReportsDifferencesAndTop1) {
 
 namespace {
 
+// How many elements of c are within tol * (1 + |a|) of a's (same dims).
+int64_t count_close(const Tensor& a, const Tensor& c, double tol) {
+  int64_t close = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) close += std::fabs(a.as_double(i) - c.as_double(i)) <= tol * (1 + std::fabs(a.as_double(i)));
+  return close;
+}
+
 // The runtime folds DequantizeLinear of constant weights at session build (fast paths only): the
 // result must be what the graph as written computes.
 TEST(QuantRuntime, FoldedWeightDequantizeMatchesReference) {
@@ -408,8 +415,7 @@ TEST(QuantRuntime, StaticCnnFastPathsMatchReference) {
   // boundary of the next QuantizeLinear it moves one step. So: nearly all logits agree tightly.
   const Tensor& a = want.at("logits").tensor;
   const Tensor& c = got.at("logits").tensor;
-  int close = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) close += std::fabs(a.as_double(i) - c.as_double(i)) <= 1e-4 * (1 + std::fabs(a.as_double(i)));
+  int64_t close = count_close(a, c, 1e-4);
   EXPECT_GE(close, a.numel() - 1);
 }
 
@@ -523,9 +529,7 @@ TEST(QuantRuntime, StaticInt8MatMulMatchesReference) {
         const Tensor& a = w.tensor;
         const Tensor& c = got.at(name).tensor;
         ASSERT_EQ(a.dims(), c.dims());
-        int64_t close = 0;
-        for (int64_t i = 0; i < a.numel(); ++i)
-          close += std::fabs(a.as_double(i) - c.as_double(i)) <= 1e-5 * (1 + std::fabs(a.as_double(i)));
+        int64_t close = count_close(a, c, 1e-5);
         EXPECT_GE(close, a.numel() - a.numel() / 50) << name;
       }
     }
@@ -634,8 +638,7 @@ TEST(QuantRuntime, Int8ConvChainStaysChannelsLast) {
     const Tensor& a = want.at("logits").tensor;
     for (const Tensor* c : {&got.at("logits").tensor, &own.at("logits").tensor}) {
       ASSERT_EQ(a.dims(), c->dims());
-      int close = 0;
-      for (int64_t i = 0; i < a.numel(); ++i) close += std::fabs(a.as_double(i) - c->as_double(i)) <= 1e-4 * (1 + std::fabs(a.as_double(i)));
+      int64_t close = count_close(a, *c, 1e-4);
       EXPECT_GE(close, a.numel() - 1);
     }
   }
@@ -685,8 +688,7 @@ TEST(QuantRuntime, Int8ConvFloatChannelsLastEdge) {
     const Tensor& a = want.at(name).tensor;
     for (const Tensor* c : {&got.at(name).tensor, &own.at(name).tensor}) {
       ASSERT_EQ(a.dims(), c->dims());
-      int64_t close = 0;
-      for (int64_t i = 0; i < a.numel(); ++i) close += std::fabs(a.as_double(i) - c->as_double(i)) <= 1e-4 * (1 + std::fabs(a.as_double(i)));
+      int64_t close = count_close(a, *c, 1e-4);
       EXPECT_GE(close, a.numel() - a.numel() / 100) << name;
     }
   }

@@ -57,20 +57,14 @@ class Int8ConvKernel : public OpKernel {
       if (p.kind == ConvPostOp::Kind::Sum) return;
     const Tensor* w = info.constant_input(1);
     const Tensor* ws = info.constant_input(2);
-    const Tensor* s = n.has_input(4) ? info.constant_input(4) : nullptr;
-    if (!w || !ws || !s || w->dtype() != DType::Int8 || w->rank() != 4 || group_ < 1) return;
+    std::optional<QuantParam> x = constant_quant_param(info, 4);
+    if (!w || !ws || !x || w->dtype() != DType::Int8 || w->rank() != 4 || group_ < 1) return;
     M_ = w->dim(0);
     if (M_ % group_ != 0 || !dtype_is_float(ws->dtype()) || (ws->numel() != 1 && ws->numel() != M_)) return;
-    if (s->numel() != 1 || !dtype_is_float(s->dtype())) return;
     wq_ = *w;
-    x_scale_ = static_cast<float>(s->as_double(0));
-    if (!(x_scale_ > 0) || !std::isfinite(x_scale_)) return;
-    if (n.has_input(5)) {
-      const Tensor* z = info.constant_input(5);
-      if (!z || z->numel() != 1 || (z->dtype() != DType::UInt8 && z->dtype() != DType::Int8)) return;
-      x_zero_ = static_cast<int32_t>(z->as_int(0));
-      x_signed_ = z->dtype() == DType::Int8;
-    }
+    x_scale_ = x->scale;
+    x_zero_ = x->zero;
+    x_signed_ = x->is_signed;
     for (int64_t m = 0; m < M_; ++m)
       scale_.push_back(x_scale_ * static_cast<float>(ws->as_double(ws->numel() == 1 ? 0 : m)));
     bias_.assign(static_cast<size_t>(M_), 0.0f);
@@ -80,16 +74,12 @@ class Int8ConvKernel : public OpKernel {
       std::copy(b->data<float>(), b->data<float>() + M_, bias_.begin());
     }
     if (n.has_input(6)) {
-      const Tensor* ys = info.constant_input(6);
-      const Tensor* yz = n.has_input(7) ? info.constant_input(7) : nullptr;
-      if (!ys || ys->numel() != 1 || !dtype_is_float(ys->dtype())) return;
-      if (n.has_input(7) && (!yz || yz->numel() != 1 || (yz->dtype() != DType::UInt8 && yz->dtype() != DType::Int8)))
-        return;
+      std::optional<QuantParam> yq = constant_quant_param(info, 6);
+      if (!yq) return;
       y_quantized_ = true;
-      y_scale_ = static_cast<float>(ys->as_double(0));
-      y_zero_ = yz ? static_cast<int32_t>(yz->as_int(0)) : 0;
-      y_signed_ = yz && yz->dtype() == DType::Int8;
-      if (!(y_scale_ > 0) || !std::isfinite(y_scale_)) return;
+      y_scale_ = yq->scale;
+      y_zero_ = yq->zero;
+      y_signed_ = yq->is_signed;
       dst_nhwc_ = true;
     }
     valid_ = true;

@@ -1,6 +1,8 @@
 #pragma once
 // The runtime's int8 products (Int8MatMul in matmul_int8.cpp, Int8Conv in conv_int8.cpp; the
 // rewrites that make them are in runtime/optimize.cpp).
+#include <optional>
+
 #include "runtime/kernels/util.h"
 
 namespace t2o::kern {
@@ -9,6 +11,18 @@ namespace t2o::kern {
 // Without VNNI they add pairs of products in 16 bits, which can saturate; the rewrites that would
 // otherwise only trade float products for slow reference loops are then left out.
 bool int8_products_exact();
+
+// A constant quantization of the node's inputs `scale_input` (one finite float > 0) and
+// `scale_input + 1` (its zero point: one uint8 or int8; absent means uint8 0); nullopt when the
+// inputs are not that.
+struct QuantParam {
+  float scale = 1;
+  int32_t zero = 0;
+  bool is_signed = false;  // int8 values (else uint8)
+  float lo() const { return is_signed ? -128.0f : 0.0f; }
+  float hi() const { return is_signed ? 127.0f : 255.0f; }
+};
+std::optional<QuantParam> constant_quant_param(const KernelInfo& info, int scale_input);
 
 // x / s rounded half to even plus z, saturated to [lo, hi]; NaN to z. The arithmetic of the
 // QuantizeLinear and DynamicQuantizeLinear kernels, in a form the compiler vectorizes: adding and

@@ -127,15 +127,12 @@ class Int8MatMulKernel : public OpKernel {
       bias_.assign(b->data<float>(), b->data<float>() + N_);
     }
     if (n.has_input(4)) {
-      const Tensor* s = info.constant_input(4);
-      const Tensor* z = n.has_input(5) ? info.constant_input(5) : nullptr;
-      if (!s || s->numel() != 1 || !dtype_is_float(s->dtype())) return;
-      if (n.has_input(5) && (!z || z->numel() != 1 || (z->dtype() != DType::UInt8 && z->dtype() != DType::Int8)))
-        return;
+      std::optional<QuantParam> x = constant_quant_param(info, 4);
+      if (!x) return;
       static_ = true;
-      x_scale_ = static_cast<float>(s->as_double(0));
-      x_zero_ = z ? static_cast<int32_t>(z->as_int(0)) : 0;
-      x_signed_ = z && z->dtype() == DType::Int8;
+      x_scale_ = x->scale;
+      x_zero_ = x->zero;
+      x_signed_ = x->is_signed;
     }
     valid_ = true;
     fast_ = info.fast_paths && int8_products_exact();
@@ -338,6 +335,21 @@ class Int8MatMulKernel : public OpKernel {
 };
 
 }  // namespace
+
+std::optional<QuantParam> constant_quant_param(const KernelInfo& info, int scale_input) {
+  const Node& n = info.node;
+  const Tensor* s = n.has_input(scale_input) ? info.constant_input(scale_input) : nullptr;
+  const Tensor* z = n.has_input(scale_input + 1) ? info.constant_input(scale_input + 1) : nullptr;
+  if (!s || s->numel() != 1 || !dtype_is_float(s->dtype())) return std::nullopt;
+  if (n.has_input(scale_input + 1) && (!z || z->numel() != 1 || (z->dtype() != DType::UInt8 && z->dtype() != DType::Int8)))
+    return std::nullopt;
+  QuantParam p;
+  p.scale = static_cast<float>(s->as_double(0));
+  if (!(p.scale > 0) || !std::isfinite(p.scale)) return std::nullopt;
+  p.zero = z ? static_cast<int32_t>(z->as_int(0)) : 0;
+  p.is_signed = z && z->dtype() == DType::Int8;
+  return p;
+}
 
 void quantize_bytes(const float* x, int64_t n, float s, float z, float lo, float hi, uint8_t* q, int threads) {
   static const bool avx512 = __builtin_cpu_supports("avx512f");
