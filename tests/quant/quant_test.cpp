@@ -398,14 +398,19 @@ TEST(QuantRuntime, FusedQuantDequantIsExact) {
   }
 }
 
-TEST(QuantRuntime, StaticCnnFastPathsMatchReference) {
-  Model f = cnn();
+// cnn() quantized static, per-channel, calibrated on 4 generated sets.
+Model static_cnn() {
+  Model q = cnn();
   QuantizeOptions o;
   o.mode = QuantMode::Static;
   o.per_channel = true;
-  o.calibration = generate_input_sets(f, 4, 1);
-  Model q = f;
+  o.calibration = generate_input_sets(q, 4, 1);
   quantize(q, o);
+  return q;
+}
+
+TEST(QuantRuntime, StaticCnnFastPathsMatchReference) {
+  Model q = static_cnn();
   std::mt19937 g(9);
   auto feeds = feeds_for(q, g, {});
   Session fast(q);
@@ -611,13 +616,7 @@ TEST(QuantRuntime, Int8ConvMatchesReference) {
 // loops.
 TEST(QuantRuntime, Int8ConvChainStaysChannelsLast) {
   if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: static QDQ products stay float products";
-  Model f = cnn();
-  QuantizeOptions o;
-  o.mode = QuantMode::Static;
-  o.per_channel = true;
-  o.calibration = generate_input_sets(f, 4, 1);
-  Model q = f;
-  quantize(q, o);
+  Model q = static_cnn();
   Model rewritten = q;
   optimize_for_runtime(rewritten);
   int writers = 0, readers = 0;

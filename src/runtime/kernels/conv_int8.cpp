@@ -62,11 +62,9 @@ class Int8ConvKernel : public OpKernel {
     M_ = w->dim(0);
     if (M_ % group_ != 0 || !dtype_is_float(ws->dtype()) || (ws->numel() != 1 && ws->numel() != M_)) return;
     wq_ = *w;
-    x_scale_ = x->scale;
-    x_zero_ = x->zero;
-    x_signed_ = x->is_signed;
+    x_ = *x;
     for (int64_t m = 0; m < M_; ++m)
-      scale_.push_back(x_scale_ * static_cast<float>(ws->as_double(ws->numel() == 1 ? 0 : m)));
+      scale_.push_back(x_.scale * static_cast<float>(ws->as_double(ws->numel() == 1 ? 0 : m)));
     bias_.assign(static_cast<size_t>(M_), 0.0f);
     if (n.has_input(3)) {
       const Tensor* b = info.constant_input(3);
@@ -77,9 +75,7 @@ class Int8ConvKernel : public OpKernel {
       std::optional<QuantParam> yq = constant_quant_param(info, 6);
       if (!yq) return;
       y_quantized_ = true;
-      y_scale_ = yq->scale;
-      y_zero_ = yq->zero;
-      y_signed_ = yq->is_signed;
+      y_ = *yq;
       dst_nhwc_ = true;
     }
     valid_ = true;
@@ -91,14 +87,14 @@ class Int8ConvKernel : public OpKernel {
       ctx.fail("needs constant int8 4-D weights, their scales (1 or per output channel), a float bias, one activation "
                "scale and element-wise post-ops only");
     const Tensor& X = ctx.input(0);
-    const DType xt = src_quantized_ ? (x_signed_ ? DType::Int8 : DType::UInt8) : DType::Float;
+    const DType xt = src_quantized_ ? (x_.is_signed ? DType::Int8 : DType::UInt8) : DType::Float;
     if (X.dtype() != xt || X.rank() != 4) ctx.fail("X must be a 4-D " + std::string(dtype_name(xt)) + " tensor");
     const int64_t N = X.dim(0), C = X.dim(src_nhwc_ ? 3 : 1), H = X.dim(src_nhwc_ ? 1 : 2), W = X.dim(src_nhwc_ ? 2 : 3);
     if (C != wq_.dim(1) * group_)
       ctx.fail("X has " + std::to_string(C) + " channels, the weights need " + std::to_string(wq_.dim(1) * group_));
     Geom g = forward_geom(node_, attrs_, {H, W}, {wq_.dim(2), wq_.dim(3)});
     const int64_t OH = g.out[0], OW = g.out[1];
-    const DType yt = y_quantized_ ? (y_signed_ ? DType::Int8 : DType::UInt8) : DType::Float;
+    const DType yt = y_quantized_ ? (y_.is_signed ? DType::Int8 : DType::UInt8) : DType::Float;
     Tensor& Y = ctx.allocate_output_uninit(0, yt, dst_nhwc_ ? Dims{N, OH, OW, M_} : Dims{N, M_, OH, OW});
     if (Y.numel() == 0) return;
     // Quantized X, channels last (what oneDNN's int8 kernels read; the reference reads it too).
@@ -123,14 +119,14 @@ class Int8ConvKernel : public OpKernel {
   // X quantized into [N, HW, C]: as it is when it is channels-last already, else quantized in
   // place order and then reordered by oneDNN.
   void quantize_nhwc(const float* x, int64_t N, int64_t C, int64_t H, int64_t W, uint8_t* q, int threads) {
-    const float s = x_scale_, z = static_cast<float>(x_zero_);
-    const float lo = x_signed_ ? -128.0f : 0.0f, hi = x_signed_ ? 127.0f : 255.0f;
+    const float s = x_.scale, z = static_cast<float>(x_.zero);
+    const float lo = x_.is_signed ? -128.0f : 0.0f, hi = x_.is_signed ? 127.0f : 255.0f;
     const int64_t n = N * C * H * W;
     if (src_nhwc_) return quantize_bytes(x, n, s, z, lo, hi, q, threads);
     std::unique_ptr<uint8_t[]> plain(new uint8_t[static_cast<size_t>(n)]);
     quantize_bytes(x, n, s, z, lo, hi, plain.get(), threads);
     try {
-      const dt t = x_signed_ ? dt::s8 : dt::u8;
+      const dt t = x_.is_signed ? dt::s8 : dt::u8;
       memory a(memory::desc({N, C, H, W}, t, tag::nchw), engine(), plain.get());
       memory b(memory::desc({N, C, H, W}, t, tag::nhwc), engine(), q);
       dnnl::stream st(engine());
@@ -145,7 +141,7 @@ class Int8ConvKernel : public OpKernel {
   }
 
   int32_t qval(const uint8_t* q, int64_t i) const {
-    return x_signed_ ? static_cast<int32_t>(static_cast<int8_t>(q[i])) : static_cast<int32_t>(q[i]);
+    return x_.is_signed ? static_cast<int32_t>(static_cast<int8_t>(q[i])) : static_cast<int32_t>(q[i]);
   }
 
   // Direct int32 convolution of (q - z) with Wq; padding is real zero, i.e. q = z.
@@ -168,7 +164,7 @@ class Int8ConvKernel : public OpKernel {
                 if (iw < 0 || iw >= W) continue;
                 const int64_t base = ((n * H + ih) * W + iw) * C + gi * Cg;
                 for (int64_t c = 0; c < Cg; ++c)
-                  acc += static_cast<int64_t>(qval(q, base + c) - x_zero_) * w[((m * Cg + c) * KH + kh) * KW + kw];
+                  acc += static_cast<int64_t>(qval(q, base + c) - x_.zero) * w[((m * Cg + c) * KH + kh) * KW + kw];
               }
             }
             float v = static_cast<float>(acc) * scale_[static_cast<size_t>(m)] + bias_[static_cast<size_t>(m)];
@@ -177,8 +173,8 @@ class Int8ConvKernel : public OpKernel {
             if (!y_quantized_) {
               static_cast<float*>(y)[at] = v;
             } else {
-              float r = quantize_one(v, y_scale_, static_cast<float>(y_zero_), y_signed_ ? -128.0f : 0.0f,
-                                     y_signed_ ? 127.0f : 255.0f);
+              float r = quantize_one(v, y_.scale, static_cast<float>(y_.zero), y_.is_signed ? -128.0f : 0.0f,
+                                     y_.is_signed ? 127.0f : 255.0f);
               static_cast<uint8_t*>(y)[at] = static_cast<uint8_t>(static_cast<int32_t>(r) & 0xff);
             }
           }
@@ -191,10 +187,10 @@ class Int8ConvKernel : public OpKernel {
       std::lock_guard<std::mutex> lock(mu_);
       const int64_t OH = g.out[0], OW = g.out[1];
       auto key = std::make_tuple(N, H, W);
-      memory::desc src({N, C, H, W}, x_signed_ ? dt::s8 : dt::u8, tag::nhwc);
+      memory::desc src({N, C, H, W}, x_.is_signed ? dt::s8 : dt::u8, tag::nhwc);
       memory::desc bias_md({1, M_, 1, 1}, dt::f32, tag::abcd);
       memory::desc nchw({N, M_, OH, OW}, dt::f32, tag::nchw);
-      const dt ydt = !y_quantized_ ? dt::f32 : y_signed_ ? dt::s8 : dt::u8;
+      const dt ydt = !y_quantized_ ? dt::f32 : y_.is_signed ? dt::s8 : dt::u8;
       auto it = cache_.find(key);
       if (it == cache_.end()) {
         if (rejected_.count(key)) return false;
@@ -206,7 +202,7 @@ class Int8ConvKernel : public OpKernel {
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         attr.set_output_scales(1 << 1, scale_);
-        if (x_zero_ != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {x_zero_});
+        if (x_.zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {x_.zero});
         dnnl::post_ops po;
         po.append_binary(dnnl::algorithm::binary_add, bias_md);
         for (const ConvPostOp& p : post_) {
@@ -218,7 +214,7 @@ class Int8ConvKernel : public OpKernel {
         }
         // QuantizeLinear of the result: y / y_scale + y_zero_point, rounded and saturated as stored.
         if (y_quantized_)
-          po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f / y_scale_, static_cast<float>(y_zero_));
+          po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f / y_.scale, static_cast<float>(y_.zero));
         attr.set_post_ops(po);
         memory::dims dil{g.dil[0] - 1, g.dil[1] - 1};
         dnnl::convolution_forward::primitive_desc pd;
@@ -279,14 +275,12 @@ class Int8ConvKernel : public OpKernel {
 
   Node node_;
   WindowAttrs attrs_;
-  bool valid_ = false, fast_ = false, x_signed_ = false, src_nhwc_ = false, dst_nhwc_ = false;
-  bool src_quantized_ = false, y_quantized_ = false, y_signed_ = false;
-  float y_scale_ = 1;
-  int32_t y_zero_ = 0;
+  bool valid_ = false, fast_ = false, src_nhwc_ = false, dst_nhwc_ = false;
+  bool src_quantized_ = false, y_quantized_ = false;
+  QuantParam y_;  // the output's, when it is quantized
   int64_t group_ = 1, M_ = 0;
   Tensor wq_;
-  float x_scale_ = 1;
-  int32_t x_zero_ = 0;
+  QuantParam x_;  // the activation's quantization
   std::vector<float> scale_, bias_;
   std::vector<ConvPostOp> post_;
   std::mutex mu_;

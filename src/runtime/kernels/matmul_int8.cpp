@@ -130,9 +130,7 @@ class Int8MatMulKernel : public OpKernel {
       std::optional<QuantParam> x = constant_quant_param(info, 4);
       if (!x) return;
       static_ = true;
-      x_scale_ = x->scale;
-      x_zero_ = x->zero;
-      x_signed_ = x->is_signed;
+      x_ = *x;
     }
     valid_ = true;
     fast_ = info.fast_paths && int8_products_exact();
@@ -164,8 +162,8 @@ class Int8MatMulKernel : public OpKernel {
     float s;
     int32_t z;
     if (static_) {
-      s = x_scale_;
-      z = x_zero_;
+      s = x_.scale;
+      z = x_.zero;
     } else {
       // DynamicQuantizeLinear's parameters: the range of A widened to include 0.
       float mn = 0, mx = 0;
@@ -183,7 +181,7 @@ class Int8MatMulKernel : public OpKernel {
         for (int64_t i = 0; i < A.numel(); ++i)
           q[static_cast<size_t>(i)] = saturate_cast<uint8_t>(std::nearbyint(a[i] / s) + static_cast<float>(z),
                                                               static_cast<uint8_t>(z));
-    } else if (x_signed_) {
+    } else if (x_.is_signed) {
       quantize_bytes(a, A.numel(), s, static_cast<float>(z), -128.0f, 127.0f, q.data(), ctx.threads());
     } else {
       quantize_bytes(a, A.numel(), s, static_cast<float>(z), 0.0f, 255.0f, q.data(), ctx.threads());
@@ -209,7 +207,7 @@ class Int8MatMulKernel : public OpKernel {
       std::fill(acc.begin(), acc.end(), 0);
       const uint8_t* qr = q + r * K_;
       for (int64_t k = 0; k < K_; ++k) {
-        int32_t av = (x_signed_ ? static_cast<int32_t>(static_cast<int8_t>(qr[k])) : static_cast<int32_t>(qr[k])) - z;
+        int32_t av = (x_.is_signed ? static_cast<int32_t>(static_cast<int8_t>(qr[k])) : static_cast<int32_t>(qr[k])) - z;
         if (av == 0) continue;
         for (int64_t j = 0; j < N_; ++j)
           acc[static_cast<size_t>(j)] += av * static_cast<int32_t>(trans_b_ ? w[j * K_ + k] : w[k * N_ + j]);
@@ -229,7 +227,7 @@ class Int8MatMulKernel : public OpKernel {
     try {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = cache_.find(rows);
-      memory::desc a_md({rows, K_}, x_signed_ ? dt::s8 : dt::u8, tag::ab);
+      memory::desc a_md({rows, K_}, x_.is_signed ? dt::s8 : dt::u8, tag::ab);
       memory::desc c_md({rows, N_}, dt::s32, tag::ab);
       if (it == cache_.end()) {
         if (rejected_.count(rows)) return false;
@@ -319,13 +317,12 @@ class Int8MatMulKernel : public OpKernel {
     for (int64_t j = 0; j < n; ++j) y[j] = 0.5f * y[j] * (1.0f + fast_erf(y[j] * 0.7071067811865476f));
   }
 
-  bool valid_ = false, fast_ = false, trans_b_ = false, static_ = false, x_signed_ = false, gelu_ = false;
+  bool valid_ = false, fast_ = false, trans_b_ = false, static_ = false, gelu_ = false;
   int64_t K_ = 0, N_ = 0;
   Tensor wq_;
   std::vector<float> ws_, bias_;
   std::vector<int32_t> colsum_;
-  float x_scale_ = 1;
-  int32_t x_zero_ = 0;
+  QuantParam x_;  // the activation's quantization (static; dynamic computes its own)
   std::mutex mu_;
   std::map<int64_t, Prim> cache_;
   std::map<int64_t, dnnl::eltwise_forward> gelu_prims_;
