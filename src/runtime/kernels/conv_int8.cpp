@@ -27,6 +27,7 @@
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/conv_geom.h"
 #include "runtime/kernels/int8.h"
+#include "runtime/kernels/int8_dnnl.h"
 #include "runtime/kernels/util.h"
 #include "runtime/optimize.h"
 
@@ -38,10 +39,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
+using int8_dnnl::engine;
 
 class Int8ConvKernel : public OpKernel {
  public:
@@ -231,13 +229,8 @@ class Int8ConvKernel : public OpKernel {
           return false;
         }
         if (!packed_ || packed_->get_desc() != pd.weights_desc()) {
-          memory plain(memory::desc(wd, dt::s8, group_ == 1 ? tag::oihw : tag::goihw), engine(),
-                       const_cast<void*>(wq_.raw()));
-          auto dstw = std::make_shared<memory>(pd.weights_desc(), engine());
-          dnnl::stream st(engine());
-          dnnl::reorder(plain, *dstw).execute(st, plain, *dstw);
-          st.wait();
-          packed_ = dstw;
+          packed_ = int8_dnnl::pack(memory::desc(wd, dt::s8, group_ == 1 ? tag::oihw : tag::goihw), wq_.raw(),
+                                    pd.weights_desc());
           cache_.clear();
         }
         memory::desc got = pd.dst_desc();
@@ -254,12 +247,7 @@ class Int8ConvKernel : public OpKernel {
                                            {DNNL_ARG_DST, dm},
                                            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                                             memory(bias_md, engine(), bias_.data())}};
-      if (size_t n = p.scratchpad.get_size()) {
-        if (scratch_.size() < n + 64) scratch_.resize(n + 64);
-        void* base = scratch_.data();
-        size_t space = scratch_.size();
-        args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, engine(), std::align(64, n, base, space)));
-      }
+      if (p.scratchpad.get_size()) args.emplace(DNNL_ARG_SCRATCHPAD, int8_dnnl::scratchpad(p.scratchpad, scratch_));
       dnnl::stream st(engine());
       p.conv.execute(st, args);
       if (!direct) {

@@ -23,6 +23,7 @@
 
 #include "runtime/kernels/elementwise_util.h"
 #include "runtime/kernels/int8.h"
+#include "runtime/kernels/int8_dnnl.h"
 #include "runtime/kernels/matmul_util.h"
 #include "runtime/optimize.h"
 
@@ -100,10 +101,7 @@ void range_of(const float* x, int64_t n, float& mn, float& mx) {
   }
 }
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
+using int8_dnnl::engine;
 
 class Int8MatMulKernel : public OpKernel {
  public:
@@ -243,13 +241,8 @@ class Int8MatMulKernel : public OpKernel {
           return false;
         }
         if (!packed_ || packed_->get_desc() != pd.weights_desc()) {
-          memory plain(memory::desc({K_, N_}, dt::s8, trans_b_ ? tag::ba : tag::ab), engine(),
-                       const_cast<void*>(wq_.raw()));
-          auto dst = std::make_shared<memory>(pd.weights_desc(), engine());
-          dnnl::stream st(engine());
-          dnnl::reorder(plain, *dst).execute(st, plain, *dst);
-          st.wait();
-          packed_ = dst;
+          packed_ = int8_dnnl::pack(memory::desc({K_, N_}, dt::s8, trans_b_ ? tag::ba : tag::ab), wq_.raw(),
+                                    pd.weights_desc());
           cache_.clear();  // primitives made for the previous packing
         }
         it = cache_.emplace(rows, Prim{dnnl::matmul(pd), pd.scratchpad_desc()}).first;
@@ -259,12 +252,7 @@ class Int8MatMulKernel : public OpKernel {
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(a_md, engine(), const_cast<uint8_t*>(q))},
                                            {DNNL_ARG_WEIGHTS, *packed_},
                                            {DNNL_ARG_DST, memory(c_md, engine(), acc)}};
-      if (size_t n = p.scratchpad.get_size()) {
-        if (scratch_.size() < n + 64) scratch_.resize(n + 64);
-        void* base = scratch_.data();
-        size_t space = scratch_.size();
-        args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratchpad, engine(), std::align(64, n, base, space)));
-      }
+      if (p.scratchpad.get_size()) args.emplace(DNNL_ARG_SCRATCHPAD, int8_dnnl::scratchpad(p.scratchpad, scratch_));
       dnnl::stream st(engine());
       p.prim.execute(st, args);
       st.wait();

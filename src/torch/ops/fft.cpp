@@ -204,9 +204,9 @@ Method method_for(Form form, const Len& n) {
                          " MB (lengths with factors are split into shorter transforms)");
 }
 
-// The full spectrum [.., n, ..] of a half one [.., n / 2 + 1, ..] (pair tensor of logical rank r,
-// along `axis`): bins past n / 2 are the conjugates of those before, in reverse.
-std::string hermitian_full(Ctx& c, const std::string& half, int r, int64_t axis, int64_t n, DType t) {
+// The full spectrum [.., n, ..] of a half one [.., n / 2 + 1, ..] (a pair tensor, along `axis`):
+// bins past n / 2 are the conjugates of those before, in reverse.
+std::string hermitian_full(Ctx& c, const std::string& half, int64_t axis, int64_t n, DType t) {
   int64_t bins = n / 2 + 1, extra = n - bins;
   if (extra == 0) return half;
   std::string tail = c.b.take(half, bins, extra, 0, -1, axis);  // X[n - bins], ..., X[1]
@@ -285,7 +285,7 @@ void four_step_form(Ctx& c, Val& v, Form form, bool inverse, int64_t axis, int64
     v.x = real_pair(c, v.x, r, v.t);
     v.pair = true;
   } else if (form == Form::C2R) {
-    v.x = hermitian_full(c, v.x, r, axis, n, v.t);
+    v.x = hermitian_full(c, v.x, axis, n, v.t);
   }
   v.shape[static_cast<size_t>(axis)] = n;
   four_step(c, v, inverse, axis, n);
