@@ -702,7 +702,9 @@ class Int8MatMulFuser {
 // DequantizeLinear of constant int8 weights (static QDQ models) becomes the float initializer it
 // computes, once at build: Conv/MatMul/Gemm then see constant weights, which they prepack (and
 // Conv fuses), instead of dequantizing every weight on every run.
-int fold_constant_dequantize(Model& m) {
+// `int32_only`: only int32 values (the quantized biases other quantizers write, folded before the
+// int8 rewrites so that they see a float bias; int8 weights stay for them to take).
+int fold_constant_dequantize(Model& m, bool int32_only = false) {
   Graph& g = m.graph;
   std::map<std::string, const Tensor*> consts;
   for (const Initializer& i : g.initializers) consts[i.name] = &i.tensor;
@@ -712,6 +714,10 @@ int fold_constant_dequantize(Model& m) {
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     if (n.op_type != "DequantizeLinear" || !default_domain(n) || n.outputs.size() != 1 || n.inputs.empty()) continue;
+    if (int32_only) {
+      auto x = consts.find(n.inputs[0]);
+      if (x == consts.end() || x->second->dtype() != DType::Int32) continue;
+    }
     Model one;
     one.opset_import = {{"", m.opset("")}};
     bool constant = true;
@@ -887,7 +893,8 @@ int int8_channels_last(Model& m) {
 }  // namespace
 
 int optimize_for_runtime(Model& m) {
-  int fused = Int8MatMulFuser(m).run();
+  int fused = fold_constant_dequantize(m, true);
+  fused += Int8MatMulFuser(m).run();
   fused += fold_constant_dequantize(m);
   fused += fuse_quant_dequant(m);
   fused += Fuser(m).fuse_matmuls();

@@ -748,4 +748,35 @@ TEST(QuantRuntime, Int8MatMulTakesTheGelu) {
   }
 }
 
+// Other quantizers (ONNX Runtime's among them) store a conv's bias as int32 behind a
+// DequantizeLinear with scale x_scale * w_scale: the int8 conv takes it as a float bias.
+TEST(QuantRuntime, Int8ConvTakesAnInt32QuantizedBias) {
+  if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: static QDQ products stay float products";
+  std::mt19937 g(29);
+  ModelBuilder b;
+  b.input("x", {1, 8, 10, 10});
+  Tensor wq(DType::Int8, {16, 8, 3, 3});
+  std::uniform_int_distribution<int> u(-127, 127);
+  for (int64_t i = 0; i < wq.numel(); ++i) wq.data<int8_t>()[i] = static_cast<int8_t>(u(g));
+  Tensor ws = random_uniform(g, {16}, 0.002f, 0.01f), bs(DType::Float, {16});
+  Tensor bq(DType::Int32, {16});
+  for (int64_t m = 0; m < 16; ++m) {
+    bs.data<float>()[m] = 0.04f * ws.data<float>()[m];
+    bq.data<int32_t>()[m] = u(g) * 40;
+  }
+  Tensor z(DType::UInt8, {});
+  z.data<uint8_t>()[0] = 120;
+  b.init("wq", wq).init("ws", ws).init("wz", Tensor(DType::Int8, {16})).init("bq", bq).init("bs", bs);
+  b.init("xs", Tensor::scalar<float>(0.04f)).init("xz", z);
+  b.node("QuantizeLinear", {"x", "xs", "xz"}, {"xq"}).node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+  b.node("DequantizeLinear", {"wq", "ws", "wz"}, {"w"}, {Attribute::make_int("axis", 0)});
+  b.node("DequantizeLinear", {"bq", "bs"}, {"bias"}, {Attribute::make_int("axis", 0)});
+  b.node("Conv", {"xd", "w", "bias"}, {"y"}, {Attribute::make_ints("pads", {1, 1, 1, 1})});
+  b.output("y", {});
+  EXPECT_EQ(count_after_runtime_rewrites(b.m, "Int8Conv"), 1);
+  std::map<std::string, RValue> feeds{{"x", random_normal(g, {1, 8, 10, 10}, 2.0f)}};
+  Session fast(b.m);
+  expect_same_outputs(run_ref(b.m, feeds), fast.run(feeds), "int32 bias", 1e-5);
+}
+
 }  // namespace
