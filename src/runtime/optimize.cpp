@@ -56,7 +56,9 @@ class Fuser {
       const Node& conv = g_.nodes[i];
       // Int8Conv takes the element-wise post-ops (not a residual sum: its output is a reorder away
       // from where oneDNN writes it).
-      const bool int8 = conv.op_type == "Int8Conv" && conv.domain == kInternalDomain && !conv.has_attr("post_ops");
+      // (Not one whose output is quantized already: its readers see integers.)
+      const bool int8 = conv.op_type == "Int8Conv" && conv.domain == kInternalDomain && !conv.has_attr("post_ops") &&
+                        !conv.has_input(6);
       if (dead[i] || (conv.op_type != "Conv" && !int8) || (!int8 && !default_domain(conv)) || conv.outputs.size() != 1)
         continue;
       const Tensor* w = conv.has_input(1) ? constant(conv.inputs[1]) : nullptr;
@@ -817,6 +819,71 @@ int fuse_quant_dequant(Model& m) {
   return count;
 }
 
+// QLinearConv (QOperator models) with int8 weights of zero point 0 and constant quantizations
+// becomes an Int8Conv reading and writing 8-bit NCHW (src_quantized, y_scale / y_zero_point);
+// its int32 bias B becomes the float B * x_scale * w_scale. VNNI only, as the QDQ rewrites.
+int qlinear_conv_to_int8(Model& m) {
+  if (!kern::int8_products_exact()) return 0;
+  Graph& g = m.graph;
+  std::map<std::string, const Tensor*> consts;
+  for (const Initializer& i : g.initializers) consts[i.name] = &i.tensor;
+  for (const ValueInfo& vi : g.inputs) consts.erase(vi.name);
+  auto constant = [&](const Node& n, int k) -> const Tensor* {
+    if (!n.has_input(k)) return nullptr;
+    auto it = consts.find(n.inputs[static_cast<size_t>(k)]);
+    return it == consts.end() ? nullptr : it->second;
+  };
+  auto scalar_q = [&](const Node& n, int k) {
+    const Tensor *s = constant(n, k), *z = constant(n, k + 1);
+    return s && z && s->numel() == 1 && s->dtype() == DType::Float && std::isfinite(s->data<float>()[0]) &&
+           s->data<float>()[0] > 0 && z->numel() == 1 && (z->dtype() == DType::UInt8 || z->dtype() == DType::Int8);
+  };
+  std::vector<Initializer> added;
+  std::set<std::string> names;
+  for (const Initializer& i : g.initializers) names.insert(i.name);
+  for (const Node& n : g.nodes) names.insert(n.outputs.begin(), n.outputs.end());
+  int count = 0;
+  for (Node& n : g.nodes) {
+    if (n.op_type != "QLinearConv" || !default_domain(n) || n.outputs.size() != 1 || n.inputs.size() < 8) continue;
+    const Tensor *w = constant(n, 3), *ws = constant(n, 4), *wz = constant(n, 5);
+    if (!w || !ws || !wz || w->dtype() != DType::Int8 || w->rank() != 4 || !scalar_q(n, 1) || !scalar_q(n, 6)) continue;
+    const int64_t mo = w->dim(0);
+    if (ws->dtype() != DType::Float || ws->rank() > 1 || (ws->numel() != 1 && ws->numel() != mo)) continue;
+    bool zero = wz->dtype() == DType::Int8;
+    for (int64_t i = 0; zero && i < wz->numel(); ++i) zero = wz->as_int(i) == 0;
+    if (!zero) continue;
+    std::string bias;
+    if (n.has_input(8)) {
+      const Tensor* b = constant(n, 8);
+      if (!b || b->dtype() != DType::Int32 || b->numel() != mo) continue;
+      const float xs = constant(n, 1)->data<float>()[0];
+      Tensor bf(DType::Float, {mo});
+      for (int64_t i = 0; i < mo; ++i)
+        bf.data<float>()[i] = static_cast<float>(b->data<int32_t>()[i]) * (xs * ws->data<float>()[ws->numel() == 1 ? 0 : i]);
+      bias = n.inputs[8] + "#float";
+      while (names.count(bias)) bias += "_";
+      names.insert(bias);
+      added.push_back({bias, bf, {}});
+    }
+    Node f;
+    f.name = n.name;
+    f.doc_string = n.doc_string;
+    f.op_type = "Int8Conv";
+    f.domain = kInternalDomain;
+    f.attributes = n.attributes;
+    f.set_attr(Attribute::make_int("src_quantized", 1));
+    f.inputs = {n.inputs[0], n.inputs[3], n.inputs[4], bias, n.inputs[1], n.inputs[2], n.inputs[6], n.inputs[7]};
+    f.outputs = n.outputs;
+    n = std::move(f);
+    ++count;
+  }
+  for (Initializer& i : added) g.initializers.push_back(std::move(i));
+  if (count && std::none_of(m.opset_import.begin(), m.opset_import.end(),
+                            [](const OpsetImport& o) { return o.domain == kInternalDomain; }))
+    m.opset_import.push_back({kInternalDomain, 1});
+  return count;
+}
+
 // A float activation that only Int8Convs read (as X), written by an Int8Conv, stays channels-last:
 // when the readers all quantize it with the same scale and zero point, the writer stores it
 // quantized (its inputs 6 and 7 are theirs; readers get src_quantized, the value is renamed
@@ -858,8 +925,14 @@ int int8_channels_last(Model& m) {
       return r.second == 0 && int8_conv(g.nodes[r.first]);
     });
     if (!only_convs) continue;
-    // Readers that all quantize with one scale and zero point get the quantized value itself.
+    // A writer that quantizes its output already (a QLinearConv) has readers that take it as it
+    // is: only the layout changes. Otherwise readers that all quantize with one scale and zero
+    // point get the quantized value itself.
+    const bool written_quantized = p.has_input(6);
     const Node& first = g.nodes[it->second[0].first];
+    bool readers_quantized = true;
+    for (const auto& r : it->second) readers_quantized = readers_quantized && g.nodes[r.first].attr_int("src_quantized", 0);
+    if (written_quantized != readers_quantized) continue;
     const Tensor* s0 = first.has_input(4) ? constant(first.inputs[4]) : nullptr;
     const Tensor* z0 = first.has_input(5) ? constant(first.inputs[5]) : nullptr;
     bool same_q = s0 && z0;
@@ -869,21 +942,23 @@ int int8_channels_last(Model& m) {
       const Tensor* z1 = n.has_input(5) ? constant(n.inputs[5]) : nullptr;
       same_q = same_q && s1 && z1 && s1->equals(*s0) && z1->equals(*z0);
     }
+    // Already-quantized values go as they are, whatever quantization each reader states.
+    if (written_quantized) same_q = true;
     std::string v = p.outputs[0], nv = v + (same_q ? "#quantized" : "#nhwc");
     while (names.count(nv)) nv += "_";
     names.insert(nv);
     p.outputs[0] = nv;
-    if (same_q) {
+    if (same_q && !written_quantized) {
       p.inputs.resize(std::max<size_t>(p.inputs.size(), 6));
       p.inputs.resize(8);
       p.inputs[6] = first.inputs[4];
       p.inputs[7] = first.inputs[5];
-    } else {
-      p.set_attr(Attribute::make_int("dst_nhwc", 1));
     }
+    p.set_attr(Attribute::make_int("dst_nhwc", 1));
     for (const auto& [k, j] : it->second) {
       g.nodes[k].inputs[j] = nv;
-      g.nodes[k].set_attr(Attribute::make_int(same_q ? "src_quantized" : "src_nhwc", 1));
+      g.nodes[k].set_attr(Attribute::make_int("src_nhwc", 1));
+      if (same_q) g.nodes[k].set_attr(Attribute::make_int("src_quantized", 1));
     }
     ++count;
   }
@@ -894,6 +969,7 @@ int int8_channels_last(Model& m) {
 
 int optimize_for_runtime(Model& m) {
   int fused = fold_constant_dequantize(m, true);
+  fused += qlinear_conv_to_int8(m);
   fused += Int8MatMulFuser(m).run();
   fused += fold_constant_dequantize(m);
   fused += fuse_quant_dequant(m);

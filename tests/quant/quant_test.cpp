@@ -779,4 +779,63 @@ TEST(QuantRuntime, Int8ConvTakesAnInt32QuantizedBias) {
   expect_same_outputs(run_ref(b.m, feeds), fast.run(feeds), "int32 bias", 1e-5);
 }
 
+// QOperator models: QLinearConv -> QLinearConv (uint8 NCHW between them as written) runs as int8
+// convs with the value between them channels-last; the outputs are the reference kernels' up to
+// one quantization step (requantizing multiplies by 1 / y_scale where QLinearConv's reference
+// divides), in few elements.
+TEST(QuantRuntime, QLinearConvRunsAsInt8Conv) {
+  if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: QLinearConv keeps its reference kernel";
+  std::mt19937 g(37);
+  std::uniform_int_distribution<int> u(-127, 127), ub(0, 255);
+  ModelBuilder b;
+  b.input("x", {2, 8, 12, 12}, DType::UInt8);
+  auto weights = [&](const Dims& d) {
+    Tensor w(DType::Int8, d);
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(u(g));
+    return w;
+  };
+  auto zp = [](uint8_t v) {
+    Tensor z(DType::UInt8, {});
+    z.data<uint8_t>()[0] = v;
+    return z;
+  };
+  Tensor b1(DType::Int32, {16});
+  for (int64_t i = 0; i < 16; ++i) b1.data<int32_t>()[i] = u(g) * 50;
+  b.init("xs", Tensor::scalar<float>(0.05f)).init("xz", zp(128)).init("ys", Tensor::scalar<float>(0.4f)).init("yz", zp(100));
+  b.init("zs", Tensor::scalar<float>(0.9f)).init("zz", zp(90));
+  b.init("w1", weights({16, 8, 3, 3})).init("w1s", random_uniform(g, {16}, 0.002f, 0.006f)).init("w1z", Tensor(DType::Int8, {16}));
+  b.init("w2", weights({4, 16, 1, 1})).init("w2s", Tensor::scalar<float>(0.004f)).init("w2z", Tensor::scalar<int8_t>(0));
+  b.init("b1", b1);
+  b.node("QLinearConv", {"x", "xs", "xz", "w1", "w1s", "w1z", "ys", "yz", "b1"}, {"h"},
+         {Attribute::make_ints("pads", {1, 1, 1, 1}), Attribute::make_ints("strides", {2, 2})});
+  b.node("QLinearConv", {"h", "ys", "yz", "w2", "w2s", "w2z", "zs", "zz"}, {"y"});
+  b.output("y", {}, DType::UInt8);
+  Model rewritten = b.m;
+  optimize_for_runtime(rewritten);
+  EXPECT_EQ(count_op(rewritten, "Int8Conv"), 2);
+  EXPECT_EQ(count_op(rewritten, "QLinearConv"), 0);
+  int nhwc = 0;
+  for (const Node& n : rewritten.graph.nodes) nhwc += n.attr_int("dst_nhwc", 0) + n.attr_int("src_nhwc", 0);
+  EXPECT_EQ(nhwc, 2) << "the value between the convs is channels-last";
+  Tensor x(DType::UInt8, {2, 8, 12, 12});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(ub(g));
+  std::map<std::string, RValue> feeds{{"x", x}};
+  auto want = run_ref(b.m, feeds);
+  Session fast(b.m);
+  auto got = fast.run(feeds);
+  auto own = run_ref(rewritten, feeds);
+  const Tensor& a = want.at("y").tensor;
+  for (const Tensor* c : {&got.at("y").tensor, &own.at("y").tensor}) {
+    ASSERT_EQ(a.dims(), c->dims());
+    ASSERT_EQ(c->dtype(), DType::UInt8);
+    int64_t off = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      int d = std::abs(int(a.data<uint8_t>()[i]) - int(c->data<uint8_t>()[i]));
+      ASSERT_LE(d, 1) << i;
+      off += d;
+    }
+    EXPECT_LE(off, a.numel() / 50);
+  }
+}
+
 }  // namespace

@@ -3,12 +3,12 @@
 // with zero point 0, float bias) computed in int8:
 //   Int8Conv(X, Wq, Ws, [B], x_scale, [x_zero_point])  with Conv's attributes, and optionally
 //   FusedConv's element-wise post-ops (post_ops / post_alpha / post_beta; no residual sum)
-// Layout attributes set by the runtime's rewrites: src_nhwc / dst_nhwc (X / Y are channels-last,
-// [N, H, W, C]); src_quantized (X is already the quantized 8-bit activation, channels-last).
-// Inputs 6 and 7, y_scale / y_zero_point, make Y the output quantized for the next Int8Conv
-// (QuantizeLinear of the float result, channels-last, the zero point's type): oneDNN then
-// requantizes as it stores, multiplying by 1 / y_scale where QuantizeLinear divides, so a value
-// on a rounding boundary may land one step away.
+// Attributes set by the runtime's rewrites: src_nhwc / dst_nhwc (X / Y are channels-last,
+// [N, H, W, C], else NCHW); src_quantized (X is already the 8-bit activation, of x_zero_point's
+// type). Inputs 6 and 7, y_scale / y_zero_point, make Y quantized (QuantizeLinear of the float
+// result, y_zero_point's type): oneDNN then requantizes as it stores, multiplying by 1 / y_scale
+// where QuantizeLinear divides, so a value on a rounding boundary may land one step away. A
+// QLinearConv is an Int8Conv with src_quantized and y_scale, in NCHW.
 // X (float, NCHW) is quantized with x_scale / x_zero_point as QuantizeLinear does, the products are
 // summed in int32 (exact; the float graph rounds each sum), and y = acc * x_scale * Ws[m] + B[m].
 // Ws holds one scale or one per output channel.
@@ -49,7 +49,6 @@ class Int8ConvKernel : public OpKernel {
     src_nhwc_ = n.attr_int("src_nhwc", 0) != 0;
     dst_nhwc_ = n.attr_int("dst_nhwc", 0) != 0;
     src_quantized_ = n.attr_int("src_quantized", 0) != 0;
-    if (src_quantized_) src_nhwc_ = true;
     post_ = conv_post_ops(n);
     for (const ConvPostOp& p : post_)
       if (p.kind == ConvPostOp::Kind::Sum) return;
@@ -74,7 +73,6 @@ class Int8ConvKernel : public OpKernel {
       if (!yq) return;
       y_quantized_ = true;
       y_ = *yq;
-      dst_nhwc_ = true;
     }
     valid_ = true;
     fast_ = info.fast_paths && int8_products_exact();
@@ -98,9 +96,10 @@ class Int8ConvKernel : public OpKernel {
     // Quantized X, channels last (what oneDNN's int8 kernels read; the reference reads it too).
     std::unique_ptr<uint8_t[]> own;  // uninitialized: every byte is written
     const uint8_t* q = static_cast<const uint8_t*>(X.raw());
-    if (!src_quantized_) {
+    if (!src_quantized_ || !src_nhwc_) {
       own.reset(new uint8_t[static_cast<size_t>(X.numel())]);
-      quantize_nhwc(X.data<float>(), N, C, H, W, own.get(), ctx.threads());
+      if (src_quantized_) to_nhwc(q, N, C, H, W, own.get());
+      else quantize_nhwc(X.data<float>(), N, C, H, W, own.get(), ctx.threads());
       q = own.get();
     }
     // oneDNN divides by sizes while choosing kernels: empty inputs take the loops.
@@ -123,10 +122,15 @@ class Int8ConvKernel : public OpKernel {
     if (src_nhwc_) return quantize_bytes(x, n, s, z, lo, hi, q, threads);
     std::unique_ptr<uint8_t[]> plain(new uint8_t[static_cast<size_t>(n)]);
     quantize_bytes(x, n, s, z, lo, hi, plain.get(), threads);
+    to_nhwc(plain.get(), N, C, H, W, q);
+  }
+
+  // 8-bit NCHW `from` into NHWC `to` (oneDNN's reorder, or a plain loop).
+  void to_nhwc(const uint8_t* from, int64_t N, int64_t C, int64_t H, int64_t W, uint8_t* to) const {
     try {
       const dt t = x_.is_signed ? dt::s8 : dt::u8;
-      memory a(memory::desc({N, C, H, W}, t, tag::nchw), engine(), plain.get());
-      memory b(memory::desc({N, C, H, W}, t, tag::nhwc), engine(), q);
+      memory a(memory::desc({N, C, H, W}, t, tag::nchw), engine(), const_cast<uint8_t*>(from));
+      memory b(memory::desc({N, C, H, W}, t, tag::nhwc), engine(), to);
       dnnl::stream st(engine());
       dnnl::reorder(a, b).execute(st, a, b);
       st.wait();
@@ -134,7 +138,7 @@ class Int8ConvKernel : public OpKernel {
       const int64_t HW = H * W;
       for (int64_t i = 0; i < N; ++i)
         for (int64_t c = 0; c < C; ++c)
-          for (int64_t p = 0; p < HW; ++p) q[(i * HW + p) * C + c] = plain[(i * C + c) * HW + p];
+          for (int64_t p = 0; p < HW; ++p) to[(i * HW + p) * C + c] = from[(i * C + c) * HW + p];
     }
   }
 
@@ -187,8 +191,8 @@ class Int8ConvKernel : public OpKernel {
       auto key = std::make_tuple(N, H, W);
       memory::desc src({N, C, H, W}, x_.is_signed ? dt::s8 : dt::u8, tag::nhwc);
       memory::desc bias_md({1, M_, 1, 1}, dt::f32, tag::abcd);
-      memory::desc nchw({N, M_, OH, OW}, dt::f32, tag::nchw);
       const dt ydt = !y_quantized_ ? dt::f32 : y_.is_signed ? dt::s8 : dt::u8;
+      memory::desc nchw({N, M_, OH, OW}, ydt, tag::nchw);
       auto it = cache_.find(key);
       if (it == cache_.end()) {
         if (rejected_.count(key)) return false;
