@@ -2,7 +2,9 @@
 // Runtime graph rewrites, applied by Session at build when fast paths are on (never with
 // fast_paths=false, so reference runs and run_all see the graph as written).
 //
-// First, quantized products become int8 products (runtime/kernels/int8.h):
+// First, DequantizeLinear of constant int32 values (other quantizers' biases) folds to float, and a
+// QLinearConv with int8 weights of zero point 0 becomes an Int8Conv on 8-bit NCHW (VNNI only).
+// Then quantized products become int8 products (runtime/kernels/int8.h):
 //   ai.torch2onnx.internal::Int8MatMul(A, Wq, Ws, [bias], [x_scale, x_zero_point])  [trans_b]
 // for the dynamic chain DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(a_scale * Ws)
 // [-> Add bias] (the same values bit for bit) and, on CPUs with VNNI, for a static QDQ MatMul or
