@@ -20,6 +20,41 @@ namespace {
 
 bool default_domain(const Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
 
+// The graph's initializers by name, less those that are also graph inputs (an overridable default
+// is not constant).
+std::map<std::string, const Tensor*> constants_of(const Graph& g) {
+  std::map<std::string, const Tensor*> c;
+  for (const Initializer& i : g.initializers) c[i.name] = &i.tensor;
+  for (const ValueInfo& vi : g.inputs) c.erase(vi.name);
+  return c;
+}
+
+// Names a rewrite must keep: the graph's outputs, and names read inside subgraphs (a fused-away
+// value would vanish from their scope).
+std::set<std::string> pinned_names(const Graph& g) {
+  std::set<std::string> pinned;
+  for (const ValueInfo& o : g.outputs) pinned.insert(o.name);
+  for (const Node& n : g.nodes)
+    for (const Attribute& a : n.attributes) {
+      std::vector<const Graph*> subs;
+      if (a.g) subs.push_back(a.g.get());
+      for (const auto& sg : a.graphs)
+        if (sg) subs.push_back(sg.get());
+      for (const Graph* sg : subs) {
+        sg->for_each_node([&](const Node& sn) { pinned.insert(sn.inputs.begin(), sn.inputs.end()); });
+        for (const ValueInfo& o : sg->outputs) pinned.insert(o.name);
+      }
+    }
+  return pinned;
+}
+
+// Declares the internal domain the rewritten nodes use (once).
+void import_internal_domain(Model& m) {
+  for (const auto& o : m.opset_import)
+    if (o.domain == kInternalDomain) return;
+  m.opset_import.push_back({kInternalDomain, 1});
+}
+
 struct PostOp {
   std::string kind;
   float alpha = 0, beta = 0;
@@ -27,23 +62,12 @@ struct PostOp {
 
 class Fuser {
  public:
-  explicit Fuser(Model& m) : m_(m), g_(m.graph) {
-    for (const ValueInfo& o : g_.outputs) pinned_.insert(o.name);
+  explicit Fuser(Model& m) : m_(m), g_(m.graph), pinned_(pinned_names(m.graph)) {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       for (const auto& in : n.inputs)
         if (!in.empty()) readers_[in].push_back(i);
       for (const auto& out : n.outputs) producer_[out] = i;
-      // Names read inside subgraphs stay as they are: a fused-away value would vanish from scope.
-      for (const Attribute& a : n.attributes) {
-        std::vector<const Graph*> subs;
-        if (a.g) subs.push_back(a.g.get());
-        for (const auto& s : a.graphs) subs.push_back(s.get());
-        for (const Graph* s : subs) {
-          s->for_each_node([&](const Node& sn) { pinned_.insert(sn.inputs.begin(), sn.inputs.end()); });
-          for (const ValueInfo& o : s->outputs) pinned_.insert(o.name);
-        }
-      }
     }
   }
 
@@ -266,11 +290,7 @@ class Fuser {
     n.domain = kInternalDomain;
   }
 
-  void add_domain() {
-    for (const auto& o : m_.opset_import)
-      if (o.domain == kInternalDomain) return;
-    m_.opset_import.push_back({kInternalDomain, 1});
-  }
+  void add_domain() { import_internal_domain(m_); }
 
   // The single reader of `v`, when v may be fused away.
   std::optional<size_t> only_reader(const std::string& v) const {
@@ -435,21 +455,13 @@ class Fuser {
 // Int8MatMul. The quantizing nodes go when nothing else reads them.
 class Int8MatMulFuser {
  public:
-  explicit Int8MatMulFuser(Model& m) : m_(m), g_(m.graph) {
-    for (const Initializer& i : g_.initializers) consts_[i.name] = &i.tensor;
-    for (const ValueInfo& vi : g_.inputs) consts_.erase(vi.name);
-    for (const ValueInfo& o : g_.outputs) pinned_.insert(o.name);
+  explicit Int8MatMulFuser(Model& m)
+      : m_(m), g_(m.graph), consts_(constants_of(m.graph)), pinned_(pinned_names(m.graph)) {
     for (size_t k = 0; k < g_.nodes.size(); ++k) {
       const Node& n = g_.nodes[k];
       for (const auto& in : n.inputs)
         if (!in.empty()) readers_[in].push_back(k);
       for (const auto& out : n.outputs) producer_[out] = k;
-      for (const Attribute& a : n.attributes) {
-        auto pin = [&](const Node& sn) { pinned_.insert(sn.inputs.begin(), sn.inputs.end()); };
-        if (a.g) a.g->for_each_node(pin);
-        for (const auto& sg : a.graphs)
-          if (sg) sg->for_each_node(pin);
-      }
     }
   }
 
@@ -475,9 +487,7 @@ class Int8MatMulFuser {
     }
     g_.nodes = std::move(nodes);
     drop_unread({"DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear", "Mul"});
-    bool imported = std::any_of(m_.opset_import.begin(), m_.opset_import.end(),
-                                [](const OpsetImport& o) { return o.domain == kInternalDomain; });
-    if (!imported) m_.opset_import.push_back({kInternalDomain, 1});
+    import_internal_domain(m_);
     return count;
   }
 
@@ -708,9 +718,7 @@ class Int8MatMulFuser {
 // int8 rewrites so that they see a float bias; int8 weights stay for them to take).
 int fold_constant_dequantize(Model& m, bool int32_only = false) {
   Graph& g = m.graph;
-  std::map<std::string, const Tensor*> consts;
-  for (const Initializer& i : g.initializers) consts[i.name] = &i.tensor;
-  for (const ValueInfo& vi : g.inputs) consts.erase(vi.name);  // an overridable default is not constant
+  std::map<std::string, const Tensor*> consts = constants_of(g);
   std::vector<Initializer> folded;
   std::vector<bool> dead(g.nodes.size(), false);
   for (size_t k = 0; k < g.nodes.size(); ++k) {
@@ -757,22 +765,14 @@ int fold_constant_dequantize(Model& m, bool int32_only = false) {
 // instead of two, threaded).
 int fuse_quant_dequant(Model& m) {
   Graph& g = m.graph;
-  std::map<std::string, const Tensor*> consts;
-  for (const Initializer& i : g.initializers) consts[i.name] = &i.tensor;
-  for (const ValueInfo& vi : g.inputs) consts.erase(vi.name);
+  std::map<std::string, const Tensor*> consts = constants_of(g);
   std::map<std::string, int> reads;
-  std::set<std::string> pinned;
-  for (const ValueInfo& o : g.outputs) pinned.insert(o.name);
+  const std::set<std::string> pinned = pinned_names(g);
   std::map<std::string, size_t> producer;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     for (const auto& in : n.inputs) ++reads[in];
     for (const auto& out : n.outputs) producer[out] = k;
-    for (const Attribute& a : n.attributes) {
-      if (a.g) a.g->for_each_node([&](const Node& sn) { pinned.insert(sn.inputs.begin(), sn.inputs.end()); });
-      for (const auto& sg : a.graphs)
-        if (sg) sg->for_each_node([&](const Node& sn) { pinned.insert(sn.inputs.begin(), sn.inputs.end()); });
-    }
   }
   auto scalar = [&](const std::string& name, bool scale) {
     auto it = consts.find(name);
@@ -813,9 +813,7 @@ int fuse_quant_dequant(Model& m) {
   for (size_t k = 0; k < g.nodes.size(); ++k)
     if (!dead[k]) nodes.push_back(std::move(g.nodes[k]));
   g.nodes = std::move(nodes);
-  bool imported = std::any_of(m.opset_import.begin(), m.opset_import.end(),
-                              [](const OpsetImport& o) { return o.domain == kInternalDomain; });
-  if (!imported) m.opset_import.push_back({kInternalDomain, 1});
+  import_internal_domain(m);
   return count;
 }
 
@@ -825,9 +823,7 @@ int fuse_quant_dequant(Model& m) {
 int qlinear_conv_to_int8(Model& m) {
   if (!kern::int8_products_exact()) return 0;
   Graph& g = m.graph;
-  std::map<std::string, const Tensor*> consts;
-  for (const Initializer& i : g.initializers) consts[i.name] = &i.tensor;
-  for (const ValueInfo& vi : g.inputs) consts.erase(vi.name);
+  std::map<std::string, const Tensor*> consts = constants_of(g);
   auto constant = [&](const Node& n, int k) -> const Tensor* {
     if (!n.has_input(k)) return nullptr;
     auto it = consts.find(n.inputs[static_cast<size_t>(k)]);
@@ -878,9 +874,7 @@ int qlinear_conv_to_int8(Model& m) {
     ++count;
   }
   for (Initializer& i : added) g.initializers.push_back(std::move(i));
-  if (count && std::none_of(m.opset_import.begin(), m.opset_import.end(),
-                            [](const OpsetImport& o) { return o.domain == kInternalDomain; }))
-    m.opset_import.push_back({kInternalDomain, 1});
+  if (count) import_internal_domain(m);
   return count;
 }
 
@@ -891,15 +885,13 @@ int qlinear_conv_to_int8(Model& m) {
 // readers quantize without a transpose.
 int int8_channels_last(Model& m) {
   Graph& g = m.graph;
-  std::map<std::string, const Tensor*> consts;
-  for (const Initializer& i : g.initializers) consts[i.name] = &i.tensor;
-  for (const ValueInfo& vi : g.inputs) consts.erase(vi.name);
+  std::map<std::string, const Tensor*> consts = constants_of(g);
   auto constant = [&](const std::string& name) -> const Tensor* {
     auto it = consts.find(name);
     return it == consts.end() ? nullptr : it->second;
   };
-  std::set<std::string> names, pinned;
-  for (const ValueInfo& o : g.outputs) pinned.insert(o.name);
+  std::set<std::string> names;
+  const std::set<std::string> pinned = pinned_names(g);
   std::map<std::string, std::vector<std::pair<size_t, size_t>>> readers;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
@@ -908,12 +900,6 @@ int int8_channels_last(Model& m) {
       names.insert(n.inputs[j]);
     }
     names.insert(n.outputs.begin(), n.outputs.end());
-    for (const Attribute& a : n.attributes) {
-      auto pin = [&](const Node& sn) { pinned.insert(sn.inputs.begin(), sn.inputs.end()); };
-      if (a.g) a.g->for_each_node(pin);
-      for (const auto& sg : a.graphs)
-        if (sg) sg->for_each_node(pin);
-    }
   }
   auto int8_conv = [](const Node& n) { return n.op_type == "Int8Conv" && n.domain == kInternalDomain; };
   int count = 0;

@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -171,24 +172,25 @@ class Int8MatMulKernel : public OpKernel {
     }
     // Quantized A; a zero or non-finite scale leaves every value at the zero point (or NaN
     // quotients), which the reference arithmetic below handles as the ONNX ops do.
-    std::vector<uint8_t> q(static_cast<size_t>(A.numel()));
+    const size_t count = static_cast<size_t>(A.numel());
+    std::unique_ptr<uint8_t[]> q(new uint8_t[count]);  // uninitialized: every byte is written
     const bool finite = std::isfinite(s) && s != 0;
     if (!finite && !static_) {
-      std::fill(q.begin(), q.end(), static_cast<uint8_t>(z));
+      std::fill(q.get(), q.get() + count, static_cast<uint8_t>(z));
       if (s != 0)
         for (int64_t i = 0; i < A.numel(); ++i)
-          q[static_cast<size_t>(i)] = saturate_cast<uint8_t>(std::nearbyint(a[i] / s) + static_cast<float>(z),
+          q[i] = saturate_cast<uint8_t>(std::nearbyint(a[i] / s) + static_cast<float>(z),
                                                               static_cast<uint8_t>(z));
     } else if (x_.is_signed) {
-      quantize_bytes(a, A.numel(), s, static_cast<float>(z), -128.0f, 127.0f, q.data(), ctx.threads());
+      quantize_bytes(a, A.numel(), s, static_cast<float>(z), -128.0f, 127.0f, q.get(), ctx.threads());
     } else {
-      quantize_bytes(a, A.numel(), s, static_cast<float>(z), 0.0f, 255.0f, q.data(), ctx.threads());
+      quantize_bytes(a, A.numel(), s, static_cast<float>(z), 0.0f, 255.0f, q.get(), ctx.threads());
     }
     // Output scale per column, computed as the graph's Mul(a_scale, Ws) does.
     std::vector<float> scale(static_cast<size_t>(N_));
     for (int64_t j = 0; j < N_; ++j) scale[static_cast<size_t>(j)] = s * ws_[static_cast<size_t>(j)];
-    if (fast_ && finite && dnnl_run(rows, q.data(), z, scale.data(), y, ctx.threads())) return;
-    reference(rows, q.data(), z, scale.data(), y);
+    if (fast_ && finite && dnnl_run(rows, q.get(), z, scale.data(), y, ctx.threads())) return;
+    reference(rows, q.get(), z, scale.data(), y);
   }
 
  private:
