@@ -11,6 +11,7 @@
 #include <torch/csrc/jit/passes/remove_mutation.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include "ir/contain.h"
 #include "ir/error.h"
 #include "torch/pitfalls.h"
 #include "torch/weights.h"
@@ -33,7 +34,27 @@ tj::Module load_module(const std::string& path) {
   tj::Module module;
   try {
     if (is_zip_file(path)) check_torchscript_archive(path);
-    auto load = [&] { run_with_large_stack([&] { module = tj::load(path, torch::kCPU); }); };
+    // libtorch 1.13's importer crashes on some malformed files that its checks let through (a
+    // free of a bad pointer compiling a loop whose carried value is renamed, ...). Each load runs
+    // once in a forked child first: a child that dies makes the file an input error. The child
+    // ignores exceptions; the load here raises them again with their messages.
+    auto load = [&] {
+      run_contained(
+          [&] {
+            try {
+              run_with_large_stack([&] { tj::load(path, torch::kCPU); });
+            } catch (...) {
+            }
+            return std::string("ok");
+          },
+          300,
+          [&](const std::string& how) {
+            return "libtorch's TorchScript importer " + how + " reading '" + path +
+                   "': the file is malformed in a way libtorch does not check";
+          },
+          "regenerate the file with torch.jit.save");
+      run_with_large_stack([&] { module = tj::load(path, torch::kCPU); });
+    };
     try {
       load();
     } catch (const Error&) {

@@ -222,6 +222,7 @@ class RoiAlignKernel : public OpKernel {
   // Bilinear sample; in max mode the largest weighted corner (as ONNX Runtime does).
   template <typename T>
   double sample(const T* img, int64_t h, int64_t w, double y, double x) const {
+    if (h <= 0 || w <= 0) return 0.0;  // an empty image has no corners to read
     if (y < -1.0 || y > static_cast<double>(h) || x < -1.0 || x > static_cast<double>(w)) return 0.0;
     y = std::max(y, 0.0), x = std::max(x, 0.0);
     int64_t yl = static_cast<int64_t>(y), xl = static_cast<int64_t>(x), yh, xh;
