@@ -25,6 +25,7 @@ struct RunArgs {
   int threads = 0;
   bool reference = false;
   bool quiet = false;
+  double timeout = 0;
   std::vector<std::string> plugins;
   std::string max_memory;
 };
@@ -66,6 +67,7 @@ int run_model(const RunArgs& a) {
   SessionOptions so;
   so.threads = a.threads;
   so.fast_paths = !a.reference;
+  so.time_limit_s = a.timeout;
   for (const auto& p : a.plugins) load_plugin(p);
   Session s = Session::from_file(a.model, so);
   std::map<std::string, RValue> feeds;
@@ -126,6 +128,9 @@ Runner add_run(CLI::App& app) {
   cmd->add_flag("--quiet", a->quiet, "do not list the outputs");
   cmd->add_option("--max-memory", a->max_memory,
                   "cap on the memory tensors may hold, e.g. 4G or 512M; 0 for none (default: 3/4 of physical memory)");
+  cmd->add_option("--timeout", a->timeout,
+                  "stop the run with exit 4 when it takes longer than this many seconds (default 0: no limit)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--plugin", a->plugins, "shared library with kernels for custom ops (runtime/plugin_abi.h), repeatable");
   return [a] { return run_model(*a); };
 }

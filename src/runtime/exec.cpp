@@ -434,9 +434,29 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
 
 size_t GraphExec::fresh_buffers() const { return pool_->fresh(); }
 
+namespace {
+
+// The deadline of the run on this thread (subgraphs run on their caller's thread); max: none.
+thread_local std::chrono::steady_clock::time_point t_deadline = std::chrono::steady_clock::time_point::max();
+
+struct DeadlineScope {
+  std::chrono::steady_clock::time_point saved = t_deadline;
+  explicit DeadlineScope(double seconds) {
+    if (seconds > 0)
+      t_deadline = std::min(t_deadline, std::chrono::steady_clock::now() +
+                                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                std::chrono::duration<double>(std::min(seconds, 1e9))));
+  }
+  ~DeadlineScope() { t_deadline = saved; }
+};
+
+}  // namespace
+
 std::vector<RValue> GraphExec::run_graph(const std::vector<RValue>& inputs, const KernelContext* outer,
                                          std::unordered_map<std::string, RValue>* keep_all,
                                          const std::vector<Tensor>* into) {
+  DeadlineScope deadline(outer ? 0.0 : opts_.time_limit_s);
+  const bool timed = t_deadline != std::chrono::steady_clock::time_point::max();
   std::vector<RValue> values(slot_names_.size());
   // Overridable initializers start at their defaults.
   for (const Initializer& init : graph_.initializers) {
@@ -446,6 +466,10 @@ std::vector<RValue> GraphExec::run_graph(const std::vector<RValue>& inputs, cons
   for (size_t i = 0; i < input_slots_.size() && i < inputs.size(); ++i)
     values[static_cast<size_t>(input_slots_[i])] = inputs[i];
   for (Step& st : steps_) {
+    if (timed && std::chrono::steady_clock::now() > t_deadline)
+      throw InputError(st.node->describe() + ": the run exceeded its time limit",
+                       "the model computes longer than allowed (a Loop running as long as its data says?); raise "
+                       "--timeout if it is genuine");
     auto oit = opsets_.find(norm_domain(st.node->domain));
     NodeContext ctx(st, values, constants_, is_const_, *this, outer, oit == opsets_.end() ? 0 : oit->second,
                     opts_.threads, into);

@@ -12,6 +12,7 @@ namespace t2o {
 struct ExecOptions {
   int threads = 1;
   bool fast_paths = true;
+  double time_limit_s = 0;  // a top-level run stops at the first node after this long (0: none)
 };
 
 class BufferPool;

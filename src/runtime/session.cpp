@@ -147,6 +147,7 @@ Session::Session(Model model, SessionOptions opts) : impl_(std::make_unique<Impl
   ExecOptions& eo = impl_->exec_opts;
   eo.threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   eo.fast_paths = opts.fast_paths;
+  eo.time_limit_s = opts.time_limit_s;
   impl_->exec = std::make_unique<GraphExec>(impl_->exec_graph, opsets, eo);
   for (const ValueInfo* vi : impl_->exec->formal_inputs()) impl_->inputs.push_back(*vi);
 }

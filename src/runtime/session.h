@@ -19,6 +19,10 @@ namespace t2o {
 struct SessionOptions {
   int threads = 0;          // 0: all cores
   bool fast_paths = true;   // false: reference kernels only
+  // A run that takes longer than this stops before its next node (in Loop and Scan bodies too)
+  // with an InputError; 0: no limit. A guard for models whose loops run on as long as their data
+  // says (a Loop trip count of 10^17 in a 100-byte file).
+  double time_limit_s = 0;
 };
 
 class GraphExec;

@@ -78,6 +78,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     SessionOptions so;
     so.threads = 1;
+    // Loops run as long as their (generated) data says: a run is stopped after 2 s, as
+    // `run --timeout 2` stops it, well inside libFuzzer's 10 s timeout even under ASan on a busy
+    // machine.
+    so.time_limit_s = 2;
     Session s(std::move(m), so);
     std::map<std::string, RValue> feeds;
     for (const ValueInfo& vi : s.inputs()) {

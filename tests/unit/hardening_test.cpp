@@ -328,6 +328,16 @@ TEST(HardeningCrashes, ResizeIgnoresAShortRoiOutsideCropMode) {
   EXPECT_NE(error_code([&] { test::run_op("Resize", {x, Tensor(DType::Float, {0}), Tensor::from_vector<float>({1, INFINITY}, {2})}); }), -1);
 }
 
+TEST(HardeningCrashes, RoiAlignOnAnEmptyImageReadsNothing) {
+  // A 0-pixel-high image: the bilinear sample's corner index was h - 1 = -1.
+  Tensor x(DType::Float, {1, 2, 0, 4});
+  Tensor rois = Tensor::from_vector<float>({0, 0, 1, 1}, {1, 4});
+  Tensor bi = Tensor::from_vector<int64_t>({0}, {1});
+  Tensor y = test::run_op("RoiAlign", {x, rois, bi}, {Attribute::make_int("output_height", 2), Attribute::make_int("output_width", 2)});
+  EXPECT_EQ(y.dims(), (Dims{1, 2, 2, 2}));
+  EXPECT_EQ(test::values<float>(y), std::vector<float>(8, 0.0f));
+}
+
 // ---- 5. session build is linear -----------------------------------------------------------
 
 TEST(HardeningBuild, HundredThousandNodeChainBuildsInUnderTwoSeconds) {

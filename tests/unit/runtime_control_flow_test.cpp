@@ -2,6 +2,8 @@
 // early exit, zero-trip loops, scan axes and directions, and bad input.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,6 +87,30 @@ TEST(ControlFlow, LoopStopsOnConditionAndConcatenatesScans) {
   // Trip count limits first.
   auto r1 = s.run({{"M", Tensor::scalar<int64_t>(1)}, {"x", x}, {"y0", y0}});
   EXPECT_EQ(values<float>(r1.at("y").tensor), (std::vector<float>{1.f, 10.f}));
+}
+
+// A Loop that would run 10^17 times (its cond never turns false) stops at the session's time
+// limit with an input error naming the node, well before it would end.
+TEST(ControlFlow, TimeLimitStopsALoopThatRunsOnAsItsDataSays) {
+  Model m = sum_loop();
+  m.graph.initializers[0].tensor = Tensor::scalar<int64_t>(std::numeric_limits<int64_t>::max());  // limit
+  SessionOptions o;
+  o.time_limit_s = 0.2;
+  Session s(m, o);
+  Tensor x = Tensor::from_vector<float>({1.f, 10.f}, {2}), y0 = Tensor::from_vector<float>({0.f, 0.f}, {2});
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    s.run({{"M", Tensor::scalar<int64_t>(100000000000000000)}, {"x", x}, {"y0", y0}});
+    ADD_FAILURE() << "the loop ran to its end";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), kExitBadInput);
+    EXPECT_NE(std::string(e.what()).find("time limit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Loop"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  // Each run gets its own limit; a short run is not affected.
+  auto r = s.run({{"M", Tensor::scalar<int64_t>(3)}, {"x", x}, {"y0", y0}});
+  EXPECT_EQ(values<float>(r.at("y").tensor), (std::vector<float>{3.f, 30.f}));
 }
 
 TEST(ControlFlow, ZeroTripLoopKeepsInitialValues) {

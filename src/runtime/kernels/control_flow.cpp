@@ -1,6 +1,7 @@
 // Control flow: If, Loop, Scan. Bodies are compiled once at build; each run binds the body's
 // formal inputs in order, and the body reads enclosing-scope values by name through the context.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -28,6 +29,53 @@ Tensor empty_scan_output(const ValueInfo& vi) {
     for (const Dim& x : vi.type.shape->dims) d.push_back(x.is_static() ? x.value : 0);
   return Tensor(dt, d);
 }
+
+// A Loop's scan output, stacked as iterations produce it: one buffer that doubles when full (so a
+// long loop costs amortised copies and one allocation, counted against the memory limit, instead
+// of a tensor per iteration). Strings keep their tensors and are stacked at the end.
+class ScanStack {
+ public:
+  void push(const KernelContext& ctx, const Tensor& t, int k) {
+    if (count_ > 0 && t.dims() != elem_)
+      ctx.fail("scan output " + std::to_string(k) + " changes shape from " + dims_to_string(elem_) + " to " +
+               dims_to_string(t.dims()) + " between iterations");
+    if (count_ == 0) elem_ = t.dims(), dtype_ = t.dtype();
+    if (t.dtype() == DType::String) {
+      parts_.push_back(t);
+      ++count_;
+      return;
+    }
+    size_t each = t.nbytes();
+    if (count_ == capacity_) {
+      int64_t cap = std::max<int64_t>(4, capacity_ * 2);
+      Dims d{cap};
+      d.insert(d.end(), elem_.begin(), elem_.end());
+      Tensor grown(dtype_, d);
+      if (count_ > 0) std::memcpy(grown.raw(), store_.raw(), each * static_cast<size_t>(count_));
+      store_ = std::move(grown);
+      capacity_ = cap;
+    }
+    if (each) std::memcpy(static_cast<char*>(store_.raw()) + each * static_cast<size_t>(count_), t.raw(), each);
+    ++count_;
+  }
+  bool empty() const { return count_ == 0; }
+  Tensor take() {
+    if (dtype_ == DType::String) return kern::stack_axis(parts_, 0);
+    Dims d{count_};
+    d.insert(d.end(), elem_.begin(), elem_.end());
+    if (count_ == capacity_) return Tensor(store_).reshaped(d);
+    Tensor out(dtype_, d);
+    if (out.nbytes()) std::memcpy(out.raw(), store_.raw(), out.nbytes());
+    return out;
+  }
+
+ private:
+  Dims elem_;
+  DType dtype_ = DType::Float;
+  int64_t count_ = 0, capacity_ = 0;
+  Tensor store_;
+  std::vector<Tensor> parts_;
+};
 
 const Tensor& tensor_of(const KernelContext& ctx, const RValue& v, const std::string& what) {
   if (!v.is_tensor()) ctx.fail(what + " must be a tensor");
@@ -71,7 +119,7 @@ class LoopKernel : public OpKernel {
     bool cond = ctx.has_input(1) ? kern::scalar_bool(ctx, ctx.input(1), "cond") : true;
     std::vector<RValue> carried;
     for (int i = 0; i < n_carried; ++i) carried.push_back(ctx.has_input(i + 2) ? ctx.input_value(i + 2) : RValue());
-    std::vector<std::vector<Tensor>> scans(static_cast<size_t>(n_scan));
+    std::vector<ScanStack> scans(static_cast<size_t>(n_scan));
     std::vector<RValue> in(static_cast<size_t>(2 + n_carried));
     for (int64_t it = 0; it < max_trips && cond; ++it) {
       in[0] = RValue(Tensor::scalar<int64_t>(it));
@@ -83,18 +131,14 @@ class LoopKernel : public OpKernel {
       for (int i = 0; i < n_carried; ++i) carried[static_cast<size_t>(i)] = std::move(outs[static_cast<size_t>(1 + i)]);
       for (int k = 0; k < n_scan; ++k) {
         const Tensor& t = tensor_of(ctx, outs[static_cast<size_t>(1 + n_carried + k)], "scan output " + std::to_string(k));
-        auto& acc = scans[static_cast<size_t>(k)];
-        if (!acc.empty() && acc.front().dims() != t.dims())
-          ctx.fail("scan output " + std::to_string(k) + " changes shape from " + dims_to_string(acc.front().dims()) +
-                   " to " + dims_to_string(t.dims()) + " between iterations");
-        acc.push_back(t);
+        scans[static_cast<size_t>(k)].push(ctx, t, k);
       }
     }
     for (int i = 0; i < n_carried; ++i) ctx.set_output(i, std::move(carried[static_cast<size_t>(i)]));
     for (int k = 0; k < n_scan; ++k) {
       auto& acc = scans[static_cast<size_t>(k)];
       ctx.set_output(n_carried + k, acc.empty() ? empty_scan_output(g.outputs[static_cast<size_t>(1 + n_carried + k)])
-                                                : kern::stack_axis(acc, 0));
+                                                : acc.take());
     }
   }
 
