@@ -22,7 +22,7 @@ struct QuantizeArgs {
   std::string input, output, mode, method = "minmax", format = "qdq", exclude, report;
   std::vector<std::string> calibrate, eval, inputs;
   double percentile = 99.99;
-  bool per_channel = false, quiet = false;
+  bool per_channel = false, quiet = false, fp16_io = false;
   std::optional<double> max_drop;
   int samples = 8, eval_samples = 8, runs = 5, threads = 0;
 };
@@ -101,13 +101,20 @@ void print_report(const QuantizeArgs& a, const QuantizeResult& q, const Accuracy
 int quantize_cmd(const QuantizeArgs& a) {
   if (fs::absolute(a.output) == fs::absolute(a.input))
     throw Error("the output would overwrite the input model", "choose another name with -o", kExitUsage);
-  if (a.format == "qoperator")
-    throw Error("--format qoperator (QLinearConv, QLinearMatMul) is not implemented yet", "use --format qdq");
-  if (a.mode == "dynamic" && !a.calibrate.empty())
-    throw Error("--calibrate is for --mode static", "dynamic quantization computes activation ranges at run time", kExitUsage);
+  if (a.format == "qoperator" && a.mode != "static")
+    throw Error("--format qoperator is for --mode static", "dynamic quantization writes MatMulInteger; drop --format", kExitUsage);
+  if (a.fp16_io && a.mode != "fp16")
+    throw Error("--fp16-io is for --mode fp16", "drop --fp16-io", kExitUsage);
+  if (a.mode != "static" && !a.calibrate.empty())
+    throw Error("--calibrate is for --mode static", a.mode == "fp16" ? "fp16 needs no calibration" :
+                "dynamic quantization computes activation ranges at run time", kExitUsage);
   QuantizeOptions o;
-  o.mode = a.mode == "static" ? QuantMode::Static : QuantMode::Dynamic;
-  o.method = a.method == "percentile" ? CalibMethod::Percentile : CalibMethod::MinMax;
+  o.mode = a.mode == "static" ? QuantMode::Static : a.mode == "fp16" ? QuantMode::Float16 : QuantMode::Dynamic;
+  o.method = a.method == "percentile" ? CalibMethod::Percentile
+             : a.method == "entropy"  ? CalibMethod::Entropy
+                                      : CalibMethod::MinMax;
+  o.format = a.format == "qoperator" ? QuantFormat::QOperator : QuantFormat::QDQ;
+  o.keep_io_float32 = !a.fp16_io;
   o.percentile = a.percentile;
   o.per_channel = a.per_channel;
   o.exclude = split_list(a.exclude);
@@ -131,7 +138,9 @@ int quantize_cmd(const QuantizeArgs& a) {
   // The float model must stay as loaded: passes may edit subgraphs, which plain copies share.
   Model m = passes::deep_copy(input);
   QuantizeResult q = quantize(m, o);
-  if (q.quantized == 0) print_warning("no node was quantized: the model has no Conv/MatMul/Gemm this mode handles");
+  if (q.quantized == 0)
+    print_warning(o.mode == QuantMode::Float16 ? "no node was converted: the model has no float32 op that runs in float16"
+                                               : "no node was quantized: the model has no Conv/MatMul/Gemm this mode handles");
   check_output(m, input);
   // Held out from calibration: another seed than the generated calibration sets.
   if (eval_generated) eval = generate_input_sets(input, a.eval_samples, o.seed + 1000, a.threads, o.input_sizes);
@@ -157,7 +166,7 @@ int quantize_cmd(const QuantizeArgs& a) {
 
 Runner add_quantize(CLI::App& app) {
   auto a = std::make_shared<QuantizeArgs>();
-  auto* cmd = app.add_subcommand("quantize", "Quantize an ONNX model to int8 (standard ONNX) and report the accuracy.");
+  auto* cmd = app.add_subcommand("quantize", "Quantize an ONNX model to int8 or float16 (standard ONNX) and report the accuracy.");
   cmd->footer(
       "dynamic: constant float32 weights of MatMul/Gemm become int8 (symmetric; per output column with\n"
       "  --per-channel); activations are quantized at run time: DynamicQuantizeLinear -> MatMulInteger ->\n"
@@ -167,6 +176,14 @@ Runner add_quantize(CLI::App& app) {
       "  DequantizeLinear (uint8, asymmetric) and constant weights are stored as int8 behind a\n"
       "  DequantizeLinear (symmetric; per output channel with --per-channel, which needs opset 13).\n"
       "  Biases stay float. Without --calibrate it calibrates on generated random inputs and warns.\n"
+      "  --method entropy picks, per tensor, the clipping range whose quantized histogram loses least\n"
+      "  information (KL divergence); it helps where a few outliers stretch a range.\n"
+      "  --format qoperator writes QLinearConv / QLinearMatMul (int32 conv bias; Gemm becomes MatMul + Add)\n"
+      "  with uint8 activations passed between quantized ops; a Relu after one is absorbed.\n"
+      "fp16: Conv/MatMul/Gemm and the elementwise, pooling and data-movement ops around them run in float16;\n"
+      "  Softmax, normalizations, reductions and Resize stay float32, with Casts only where the two meet.\n"
+      "  Weights beyond float16's range are clamped to +-65504 (with a warning). Inputs and outputs stay\n"
+      "  float32 unless --fp16-io.\n"
       "Input sets (--calibrate, --eval): a .npy/.pb file for a single-input model (one set, or a stack of\n"
       "  sets along a new first axis), a folder of such files, a folder with NAME.npy (or input_K.pb) per\n"
       "  input, or a folder of such folders.\n"
@@ -181,14 +198,14 @@ Runner add_quantize(CLI::App& app) {
       "      --per-channel --report quant.json --max-drop 0.01");
   cmd->add_option("IN", a->input, "the float .onnx model")->required();
   cmd->add_option("-o,--output", a->output, "the .onnx file to write")->required();
-  cmd->add_option("--mode", a->mode, "dynamic or static")->required()->check(CLI::IsMember({"dynamic", "static"}));
+  cmd->add_option("--mode", a->mode, "dynamic, static (int8) or fp16")->required()->check(CLI::IsMember({"dynamic", "static", "fp16"}));
   cmd->add_option("--calibrate", a->calibrate, "static: calibration input sets (.npy/.pb files or folders)");
-  cmd->add_option("--method", a->method, "static: minmax (default) or percentile")
-      ->check(CLI::IsMember({"minmax", "percentile"}));
+  cmd->add_option("--method", a->method, "static: minmax (default), percentile or entropy (the range that loses least information)")
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy"}));
   cmd->add_option("--percentile", a->percentile, "percentile: share of values the range keeps (default 99.99)")
       ->check(CLI::Range(50.0, 100.0));
   cmd->add_flag("--per-channel", a->per_channel, "one weight scale per output channel (Conv) or column (MatMul/Gemm)");
-  cmd->add_option("--format", a->format, "static: qdq (QuantizeLinear/DequantizeLinear pairs; qoperator is not there yet)")
+  cmd->add_option("--format", a->format, "static: qdq (QuantizeLinear/DequantizeLinear pairs, default) or qoperator (QLinearConv, QLinearMatMul)")
       ->check(CLI::IsMember({"qdq", "qoperator"}));
   cmd->add_option("--exclude", a->exclude, "comma-separated node names or op types to leave in float");
   cmd->add_option("--samples", a->samples, "static without --calibrate: generated calibration sets (default 8)")
@@ -203,6 +220,7 @@ Runner add_quantize(CLI::App& app) {
   cmd->add_option("--report", a->report, "write the report as JSON to this file, or '-' for stdout");
   cmd->add_option("--max-drop", a->max_drop, "exit 1 when the accuracy drop exceeds this (e.g. 0.01)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--fp16-io", a->fp16_io, "fp16: the graph's float32 inputs and outputs become float16 too (default: they stay float32)");
   cmd->add_flag("--quiet", a->quiet, "print nothing on success (warnings still go to stderr)");
   return [a] { return quantize_cmd(*a); };
 }

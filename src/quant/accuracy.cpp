@@ -42,8 +42,29 @@ void accumulate(Sums& s, const Tensor& want, const Tensor& got) {
   }
 }
 
-double median_ms(Session& s, const InputSet& set, int runs) {
+// A set as the session's model declares its inputs: an fp16 model with float16 inputs
+// (--fp16-io) gets the float32 values of the set rounded to float16.
+std::map<std::string, RValue> feed_for(const Session& s, const InputSet& set) {
   std::map<std::string, RValue> feed(set.begin(), set.end());
+  for (const ValueInfo& in : s.inputs()) {
+    auto it = feed.find(in.name);
+    if (it == feed.end() || !it->second.is_tensor()) continue;
+    const Tensor& t = it->second.tensor;
+    DType want = in.type.elem;
+    if (t.dtype() == want || !dtype_is_float(t.dtype()) || !dtype_is_float(want)) continue;
+    Tensor c(want, t.dims());
+    dispatch_dtype(want, [&](auto z) {
+      using T = decltype(z);
+      T* p = c.data<T>();
+      for (int64_t i = 0; i < t.numel(); ++i) p[i] = T(static_cast<float>(t.as_double(i)));
+    });
+    it->second = RValue(c);
+  }
+  return feed;
+}
+
+double median_ms(Session& s, const InputSet& set, int runs) {
+  std::map<std::string, RValue> feed = feed_for(s, set);
   s.run(feed);  // warm-up: primitives and buffers are made on the first run
   std::vector<double> ms;
   for (int k = 0; k < runs; ++k) {
@@ -71,9 +92,8 @@ AccuracyReport compare_accuracy(const Model& float_model, const Model& quant_mod
   std::vector<Sums> sums(float_model.graph.outputs.size());
   AccuracyReport rep;
   for (const InputSet& set : sets) {
-    std::map<std::string, RValue> feed(set.begin(), set.end());
-    auto want = fs.run(feed);
-    auto got = qs.run(feed);
+    auto want = fs.run(feed_for(fs, set));
+    auto got = qs.run(feed_for(qs, set));
     for (size_t k = 0; k < sums.size(); ++k) {
       const std::string& name = float_model.graph.outputs[k].name;
       const RValue& w = want.at(name);

@@ -13,6 +13,8 @@ namespace {
 
 using passes::make_node;
 
+}  // namespace
+
 Tensor transpose_2d(const Tensor& w) {
   Tensor t(w.dtype(), {w.dim(1), w.dim(0)});
   int64_t r = w.dim(0), c = w.dim(1);
@@ -31,21 +33,13 @@ Tensor scaled(const Tensor& t, float k) {
   return r;
 }
 
-struct Site {
-  Tensor weight;           // [K, N] float
-  float alpha = 1;         // Gemm's alpha, folded into the weight scale
-  std::string bias;        // added after rescaling ("" for none)
-  Tensor bias_value;       // when the bias is a constant that needed beta folded in
-};
-
-// Whether node n can be rewritten, and how; `why` says why not.
-std::optional<Site> site_of(const Node& n, passes::Scope& s, std::string& why) {
+std::optional<MatMulSite> matmul_site(const Node& n, passes::Scope& s, std::string& why) {
   if (n.num_inputs() < 2) return why = "too few inputs", std::nullopt;
   const Tensor* w = s.constant(n.inputs[1]);
   if (!w) return why = "input 1 is computed, not a constant weight", std::nullopt;
   if (w->dtype() != DType::Float) return why = "its weight is not float32", std::nullopt;
   if (w->rank() != 2) return why = "its weight has rank " + std::to_string(w->rank()) + ", not 2", std::nullopt;
-  Site site;
+  MatMulSite site;
   site.weight = *w;
   if (n.op_type == "Gemm") {
     if (n.attr_int("transA", 0)) return why = "transA=1 is not handled", std::nullopt;
@@ -63,8 +57,6 @@ std::optional<Site> site_of(const Node& n, passes::Scope& s, std::string& why) {
   }
   return site;
 }
-
-}  // namespace
 
 int rewrite_dynamic(Model& m, PassContext& ctx, const QuantizeOptions& o, QuantizeResult& r) {
   Graph& g = m.graph;
@@ -85,7 +77,7 @@ int rewrite_dynamic(Model& m, PassContext& ctx, const QuantizeOptions& o, Quanti
       continue;
     }
     std::string why;
-    std::optional<Site> site = site_of(n, scope, why);
+    std::optional<MatMulSite> site = matmul_site(n, scope, why);
     if (!site) {
       r.skipped.push_back(describe_skip(n, why));
       continue;

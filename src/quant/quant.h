@@ -7,7 +7,10 @@
 //   static:  activation ranges are calibrated by running the float model on input sets; every
 //            float input of Conv/MatMul/Gemm gets a QuantizeLinear/DequantizeLinear pair (uint8,
 //            asymmetric) and constant weights are stored as int8 behind a DequantizeLinear
-//            (symmetric, per tensor or per output channel).
+//            (symmetric, per tensor or per output channel). The QOperator format writes
+//            QLinearConv/QLinearMatMul with calibrated output parameters instead.
+//   fp16:    float32 weights and compute become float16, except ops that need float32 for
+//            accuracy or by their signature; graph inputs/outputs stay float32 unless asked.
 //
 //   t2o::QuantizeOptions o;
 //   o.mode = t2o::QuantMode::Static;
@@ -24,8 +27,9 @@
 
 namespace t2o {
 
-enum class QuantMode { Dynamic, Static };
-enum class CalibMethod { MinMax, Percentile };
+enum class QuantMode { Dynamic, Static, Float16 };
+enum class CalibMethod { MinMax, Percentile, Entropy };
+enum class QuantFormat { QDQ, QOperator };
 
 // One value per graph input, as fed to Session::run.
 using InputSet = std::map<std::string, Tensor>;
@@ -34,6 +38,8 @@ struct QuantizeOptions {
   QuantMode mode = QuantMode::Dynamic;
   CalibMethod method = CalibMethod::MinMax;
   double percentile = 99.99;          // Percentile: the range keeps this share of the values
+  QuantFormat format = QuantFormat::QDQ;  // static: QDQ pairs, or QLinearConv/QLinearMatMul
+  bool keep_io_float32 = true;        // Float16: graph inputs and outputs stay float32 (Casts at the edges)
   bool per_channel = false;           // weights: one scale per output channel/column
   std::vector<std::string> exclude;   // node names or op types left in float
   std::vector<InputSet> calibration;  // static: empty means generated inputs (warned)

@@ -18,6 +18,15 @@ void require_opset(const Model& m, int64_t need, const std::string& what) {
 QuantizeResult quantize(Model& m, const QuantizeOptions& o) {
   QuantizeResult r;
   r.initializer_bytes_before = m.graph.parameter_bytes();
+  if (o.mode == QuantMode::Float16) {
+    PassContext ctx(m);
+    r.quantized = quant::rewrite_fp16(m, ctx, o, r);
+    OptimizeOptions clean;
+    clean.passes = {"eliminate_dead"};
+    optimize(m, clean);
+    r.initializer_bytes_after = m.graph.parameter_bytes();
+    return r;
+  }
   if (o.mode == QuantMode::Dynamic) {
     require_opset(m, 11, "dynamic quantization (DynamicQuantizeLinear, MatMulInteger)");
   } else {
@@ -38,9 +47,16 @@ QuantizeResult quantize(Model& m, const QuantizeOptions& o) {
       sets = generate_input_sets(m, o.generated_samples, o.seed, o.threads, o.input_sizes);
     }
     r.calibration_samples = static_cast<int>(sets.size());
-    std::vector<std::string> names = quant::static_activations(m, ctx, o);
-    auto ranges = quant::calibrate(m, names, sets, o);
-    r.quantized = quant::rewrite_static(m, ctx, o, ranges, r);
+    if (o.format == QuantFormat::QOperator) {
+      quant::split_gemms(m, ctx, o);
+      std::vector<std::string> names = quant::qoperator_activations(m, ctx, o);
+      auto ranges = quant::calibrate(m, names, sets, o);
+      r.quantized = quant::rewrite_qoperator(m, ctx, o, ranges, r);
+    } else {
+      std::vector<std::string> names = quant::static_activations(m, ctx, o);
+      auto ranges = quant::calibrate(m, names, sets, o);
+      r.quantized = quant::rewrite_static(m, ctx, o, ranges, r);
+    }
   }
   // The float weights no node reads any more.
   OptimizeOptions clean;

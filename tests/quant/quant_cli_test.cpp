@@ -76,6 +76,25 @@ TEST_F(QuantizeCli, StaticWithCalibrationFilesAndReport) {
   EXPECT_GT(j["latency_ms"]["quantized"].get<double>(), 0);
 }
 
+TEST_F(QuantizeCli, QOperatorWithEntropyCalibration) {
+  std::mt19937 g(6);
+  write_npy(path("calib.npy"), random_normal(g, {8, 1, 3, 16, 16}));
+  Result r = cli("quantize " + path("cnn.onnx") + " -o " + path("q.onnx") + " --mode static --format qoperator " +
+                 "--method entropy --per-channel --calibrate " + path("calib.npy") + " --report " + path("r.json") +
+                 " --runs 0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NO_THROW(check_model_file(path("q.onnx")));
+  Model q = load_model(path("q.onnx"));
+  EXPECT_EQ(count_op(q, "QLinearConv"), 2);
+  EXPECT_EQ(count_op(q, "QLinearMatMul"), 1);
+  EXPECT_EQ(count_op(q, "Conv") + count_op(q, "Gemm"), 0);
+  nlohmann::json j = read_json(path("r.json"));
+  EXPECT_EQ(j["format"], "qoperator");
+  EXPECT_EQ(j["method"], "entropy");
+  EXPECT_EQ(j["calibration"]["samples"], 8);
+  EXPECT_GT(j["accuracy"]["outputs"][0]["cosine"].get<double>(), 0.99);
+}
+
 TEST_F(QuantizeCli, DynamicAndGeneratedCalibrationWarning) {
   Result d = cli("quantize " + path("mlp.onnx") + " -o " + path("d.onnx") + " --mode dynamic --runs 1 --input x:5x64 " +
                  "--report " + path("d.json"));
@@ -124,8 +143,11 @@ TEST_F(QuantizeCli, BadInputAndUsage) {
                      path("small.npy"));
   EXPECT_EQ(shape.code, 4) << shape.out;
   EXPECT_NE(shape.out.find("1x3x8x8"), std::string::npos) << shape.out;
-  Result qop = cli("quantize " + path("cnn.onnx") + " -o " + path("o.onnx") + " --mode static --format qoperator");
-  EXPECT_EQ(qop.code, 3) << qop.out;
+  // Options of another mode are usage errors, not silently ignored.
+  EXPECT_EQ(cli("quantize " + path("cnn.onnx") + " -o " + path("o.onnx") + " --mode dynamic --format qoperator").code, 2);
+  EXPECT_EQ(cli("quantize " + path("cnn.onnx") + " -o " + path("o.onnx") + " --mode static --fp16-io").code, 2);
+  EXPECT_EQ(cli("quantize " + path("cnn.onnx") + " -o " + path("o.onnx") + " --mode fp16 --calibrate " + path("small.npy")).code, 2);
+  EXPECT_EQ(cli("quantize " + path("cnn.onnx") + " -o " + path("o.onnx") + " --mode static --method kl").code, 2);
   save_model(mlp(10), path("old.onnx"));
   Result old = cli("quantize " + path("old.onnx") + " -o " + path("o.onnx") + " --mode dynamic");
   EXPECT_EQ(old.code, 3) << old.out;

@@ -51,6 +51,13 @@ void expect_close_to_float(const Model& f, const Model& q, double min_cosine = 0
   }
 }
 
+// How many elements of c are within tol * (1 + |a|) of a's (same dims).
+int64_t count_close(const Tensor& a, const Tensor& c, double tol) {
+  int64_t close = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) close += std::fabs(a.as_double(i) - c.as_double(i)) <= tol * (1 + std::fabs(a.as_double(i)));
+  return close;
+}
+
 TEST(QuantDynamic, MlpBecomesIntegerMatMuls) {
   Model f = mlp();
   QuantizeOptions o;
@@ -234,6 +241,103 @@ TEST(QuantStatic, PercentileNarrowsTheRange) {
   EXPECT_LT(pct, 0.8f * minmax);
 }
 
+// Entropy calibration clips a range that a few outliers stretch: normal inputs with one value
+// at 40 keep nearly all their mass within +-4, and the chosen range covers that, not the outlier.
+TEST(QuantStatic, EntropyClipsOutliersButKeepsTheBulk) {
+  Model f = mlp();
+  std::vector<InputSet> sets = generate_input_sets(f, 16, 3);  // 2048 values of x ~ N(0, 1)
+  Tensor x0 = sets[0].at("x").clone();
+  x0.data<float>()[5] = 40.0f;
+  sets[0]["x"] = x0;
+  auto range_of_x = [&](CalibMethod m) {
+    QuantizeOptions o;
+    o.mode = QuantMode::Static;
+    o.method = m;
+    o.calibration = sets;
+    Model q = f;
+    quantize(q, o);
+    for (const Node& n : q.graph.nodes)
+      if (n.op_type == "QuantizeLinear" && n.inputs[0] == "x") {
+        float s = init_named(q, n.inputs[1])->tensor.data<float>()[0];
+        int z = init_named(q, n.inputs[2])->tensor.data<uint8_t>()[0];
+        return std::make_pair(-s * static_cast<float>(z), s * static_cast<float>(255 - z));
+      }
+    return std::make_pair(0.0f, 0.0f);
+  };
+  auto [mlo, mhi] = range_of_x(CalibMethod::MinMax);
+  auto [elo, ehi] = range_of_x(CalibMethod::Entropy);
+  EXPECT_GT(mhi, 39.0f);
+  EXPECT_LT(ehi, 10.0f) << "the outlier decided the range";
+  EXPECT_GT(ehi, 2.5f) << "the bulk of the distribution is clipped";
+  EXPECT_LT(elo, -2.5f);
+  EXPECT_GE(elo, mlo);
+  // And the model stays close to the float one on held-out inputs.
+  QuantizeOptions o;
+  o.mode = QuantMode::Static;
+  o.method = CalibMethod::Entropy;
+  o.calibration = sets;
+  expect_close_to_float(f, quantized(f, o));
+}
+
+// QOperator: Conv -> QLinearConv (int32 bias), Gemm -> QLinearMatMul + Add, the Relus absorbed
+// into the uint8 outputs, and one QuantizeLinear for the whole chain.
+TEST(QuantStatic, QOperatorCnnChainsInInt8) {
+  for (bool per_channel : {false, true}) {
+    SCOPED_TRACE(per_channel ? "per-channel" : "per-tensor");
+    Model f = cnn();
+    QuantizeOptions o;
+    o.mode = QuantMode::Static;
+    o.format = QuantFormat::QOperator;
+    o.per_channel = per_channel;
+    o.calibration = generate_input_sets(f, 8, 1);
+    QuantizeResult r;
+    Model q = quantized(f, o, &r);
+    EXPECT_EQ(r.quantized, 3);
+    EXPECT_EQ(count_op(q, "QLinearConv"), 2);
+    EXPECT_EQ(count_op(q, "QLinearMatMul"), 1);
+    for (const char* op : {"Conv", "Gemm", "MatMul", "Relu"}) EXPECT_EQ(count_op(q, op), 0) << op;
+    EXPECT_EQ(count_op(q, "QuantizeLinear"), 2);  // x, and the pooled features
+    const Node* c1 = first(q, "QLinearConv");
+    const Node* c2 = nullptr;
+    for (const Node& n : q.graph.nodes)
+      if (n.op_type == "QLinearConv" && &n != c1) c2 = &n;
+    ASSERT_TRUE(c1 && c2);
+    EXPECT_EQ(c2->inputs[0], c1->outputs[0]) << "conv2 reads conv1's uint8 output directly";
+    // The absorbed Relu: conv1's output zero point is 0.
+    EXPECT_EQ(init_named(q, c1->inputs[7])->tensor.data<uint8_t>()[0], 0);
+    const Tensor& bias = init_named(q, c1->inputs[8])->tensor;
+    EXPECT_EQ(bias.dtype(), DType::Int32);
+    EXPECT_EQ(init_named(q, c1->inputs[4])->tensor.numel(), per_channel ? 16 : 1);
+    EXPECT_EQ(c1->attr_ints("pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+    expect_close_to_float(f, q);
+    // The runtime's int8 path (QLinearConv as Int8Conv) against the reference kernels.
+    std::mt19937 g(9);
+    auto feeds = feeds_for(q, g, {});
+    Session fast(q);
+    auto want = run_ref(q, feeds);
+    auto got = fast.run(feeds);
+    const Tensor& a = want.at("logits").tensor;
+    EXPECT_GE(count_close(a, got.at("logits").tensor, 1e-4), a.numel() - 1);
+  }
+}
+
+// MatMul -> Add -> Relu -> Gemm: the MatMul's output feeds an Add, so it is dequantized; the Gemm
+// splits into QLinearMatMul + Add with beta and alpha folded into constants.
+TEST(QuantStatic, QOperatorMlpSplitsTheGemm) {
+  Model f = mlp();
+  for (Node& n : f.graph.nodes)
+    if (n.op_type == "Gemm") n.set_attr(Attribute::make_float("alpha", 0.5f)), n.set_attr(Attribute::make_float("beta", 2.0f));
+  QuantizeOptions o;
+  o.mode = QuantMode::Static;
+  o.format = QuantFormat::QOperator;
+  o.calibration = generate_input_sets(f, 8, 1);
+  Model q = quantized(f, o);
+  EXPECT_EQ(count_op(q, "QLinearMatMul"), 2);
+  EXPECT_EQ(count_op(q, "Gemm"), 0);
+  EXPECT_EQ(count_op(q, "Add"), 2);
+  expect_close_to_float(f, q);
+}
+
 TEST(QuantStatic, GeneratedCalibrationWarns) {
   Model f = cnn();
   QuantizeOptions o;
@@ -338,13 +442,6 @@ TEST(QuantAccuracy, ReportsDifferencesAndTop1) {
 }  // namespace
 
 namespace {
-
-// How many elements of c are within tol * (1 + |a|) of a's (same dims).
-int64_t count_close(const Tensor& a, const Tensor& c, double tol) {
-  int64_t close = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) close += std::fabs(a.as_double(i) - c.as_double(i)) <= tol * (1 + std::fabs(a.as_double(i)));
-  return close;
-}
 
 // The runtime folds DequantizeLinear of constant weights at session build (fast paths only): the
 // result must be what the graph as written computes.
