@@ -1,6 +1,9 @@
 #include "ir/dtype.h"
 
 #include <array>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace t2o {
 
@@ -116,6 +119,43 @@ uint16_t float_to_half(float f) {
   uint32_t rem = m & 0x1fff;
   if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) ++q;
   return static_cast<uint16_t>(sign | q);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define T2O_F16C 1
+namespace {
+__attribute__((target("avx,f16c"))) void halves_to_floats_f16c(const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+__attribute__((target("avx,f16c"))) void floats_to_halves_f16c(const float* src, uint16_t* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+bool has_f16c() {
+  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+}  // namespace
+#endif
+
+void halves_to_floats(const uint16_t* src, float* dst, size_t n) {
+#ifdef T2O_F16C
+  if (has_f16c()) return halves_to_floats_f16c(src, dst, n);
+#endif
+  for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+
+void floats_to_halves(const float* src, uint16_t* dst, size_t n) {
+#ifdef T2O_F16C
+  if (has_f16c()) return floats_to_halves_f16c(src, dst, n);
+#endif
+  for (size_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
 }
 
 uint16_t float_to_bfloat16(float f) {

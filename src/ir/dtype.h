@@ -48,6 +48,10 @@ inline float bfloat16_to_float(uint16_t b) {
   return f;
 }
 uint16_t float_to_bfloat16(float f);
+// The same conversions over arrays, with the CPU's F16C instructions where it has them (the
+// same values bit for bit: F16C rounds to nearest even and keeps NaN quiet as the scalar ones do).
+void halves_to_floats(const uint16_t* src, float* dst, size_t n);
+void floats_to_halves(const float* src, uint16_t* dst, size_t n);
 
 // Strong types so templates can dispatch on f16/bf16 storage.
 struct Half {
@@ -56,6 +60,7 @@ struct Half {
   explicit Half(float f) : bits(float_to_half(f)) {}
   operator float() const { return half_to_float(bits); }
 };
+static_assert(sizeof(Half) == 2, "Half arrays are read as uint16_t arrays");
 struct BFloat16 {
   uint16_t bits = 0;
   BFloat16() = default;

@@ -953,8 +953,86 @@ int int8_channels_last(Model& m) {
 
 }  // namespace
 
+// Conv, ConvTranspose, MatMul and Gemm on float16 (a constant float16 input says the node's type
+// is float16: the files `quantize --mode fp16` writes) compute in float32 on the fast kernels: the
+// constant inputs become float32 initializers (converted once here, exactly), the others go
+// through a Cast to float32 (one per value, shared by its readers; also after another such
+// product, whose result the file rounds to float16 first), and a Cast back to float16 restores the
+// output under its own name. The reference kernels also compute these ops in float32
+// and round the result to float16 once, so the values only differ by float32 summation order.
+int float16_products_in_float32(Model& m) {
+  Graph& g = m.graph;
+  static const std::set<std::string> ops{"Conv", "ConvTranspose", "MatMul", "Gemm"};
+  std::map<std::string, const Tensor*> consts = constants_of(g);
+  const std::set<std::string> pinned = pinned_names(g);
+  std::map<std::string, std::string> f32_of;  // float16 value -> its float32 version
+  std::vector<Initializer> added;
+  std::vector<Node> nodes;
+  int count = 0;
+  auto cast = [](const std::string& x, const std::string& y, DType to) {
+    Node c;
+    c.op_type = "Cast";
+    c.name = y + "/cast";
+    c.inputs = {x};
+    c.outputs = {y};
+    c.set_attr(Attribute::make_int("to", static_cast<int64_t>(to)));
+    return c;
+  };
+  for (Node& n : g.nodes) {
+    bool half_weight = false, other_constant = false;
+    if (default_domain(n) && ops.count(n.op_type))
+      for (const std::string& in : n.inputs) {
+        auto c = consts.find(in);
+        if (c == consts.end()) continue;
+        (c->second->dtype() == DType::Float16 ? half_weight : other_constant) = true;
+      }
+    if (!half_weight || other_constant) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    for (std::string& in : n.inputs) {
+      if (in.empty()) continue;
+      auto known = f32_of.find(in);
+      if (known == f32_of.end()) {
+        std::string name = in + "#as_f32";
+        if (auto c = consts.find(in); c != consts.end()) {
+          const Tensor& h = *c->second;
+          Tensor f(DType::Float, h.dims());
+          halves_to_floats(reinterpret_cast<const uint16_t*>(h.data<Half>()), f.data<float>(), static_cast<size_t>(h.numel()));
+          added.push_back({name, std::move(f), {}});
+        } else {
+          nodes.push_back(cast(in, name, DType::Float));
+        }
+        known = f32_of.emplace(in, name).first;
+      }
+      in = known->second;
+    }
+    std::vector<Node> back;
+    for (std::string& out : n.outputs) {
+      if (out.empty()) continue;
+      back.push_back(cast(out + "#f32", out, DType::Float16));
+      out += "#f32";
+    }
+    nodes.push_back(std::move(n));
+    for (Node& b : back) nodes.push_back(std::move(b));
+    ++count;
+  }
+  g.nodes = std::move(nodes);
+  if (count == 0) return 0;
+  // The float16 weights nothing reads any more go.
+  std::set<std::string> read(pinned);
+  for (const Node& n : g.nodes) read.insert(n.inputs.begin(), n.inputs.end());
+  std::vector<Initializer> kept;
+  for (Initializer& i : g.initializers)
+    if (read.count(i.name) || !consts.count(i.name) || !f32_of.count(i.name)) kept.push_back(std::move(i));
+  for (Initializer& i : added) kept.push_back(std::move(i));
+  g.initializers = std::move(kept);
+  return count;
+}
+
 int optimize_for_runtime(Model& m) {
-  int fused = fold_constant_dequantize(m, true);
+  int fused = float16_products_in_float32(m);
+  fused += fold_constant_dequantize(m, true);
   fused += qlinear_conv_to_int8(m);
   fused += Int8MatMulFuser(m).run();
   fused += fold_constant_dequantize(m);

@@ -2,7 +2,10 @@
 // Runtime graph rewrites, applied by Session at build when fast paths are on (never with
 // fast_paths=false, so reference runs and run_all see the graph as written).
 //
-// First, DequantizeLinear of constant int32 values (other quantizers' biases) folds to float, and a
+// First, Conv, ConvTranspose, MatMul and Gemm reading a constant float16 input (fp16 models)
+// compute in float32 on the fast kernels: float32 copies of the constants, a Cast to float32 of
+// each other input (shared, "<name>#as_f32") and a Cast of the result back to float16 under its name.
+// Then DequantizeLinear of constant int32 values (other quantizers' biases) folds to float, and a
 // QLinearConv with int8 weights of zero point 0 becomes an Int8Conv on 8-bit NCHW (VNNI only).
 // Then quantized products become int8 products (runtime/kernels/int8.h):
 //   ai.torch2onnx.internal::Int8MatMul(A, Wq, Ws, [bias], [x_scale, x_zero_point])  [trans_b]

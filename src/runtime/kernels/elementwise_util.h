@@ -2,6 +2,7 @@
 // Machinery shared by the elementwise and activation kernels: compute types for f16/bf16, a
 // broadcast plan that collapses dims so the inner loop runs over a contiguous (or scalar) run,
 // and unary/binary runners with a fast path and a plain reference path.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <concepts>
@@ -206,10 +207,47 @@ void plan_run(const BcastPlan<K>& p, int threads, Seg&& seg) {
   });
 }
 
+// float16 runs compute on float blocks converted in bulk (F16C): the same values as converting
+// element by element with ld/st, several times faster.
+template <typename T>
+constexpr bool half_or_float = std::is_same_v<T, Half> || std::is_same_v<T, float>;
+template <typename A, typename B, typename R>
+constexpr bool half_blocks = (std::is_same_v<A, Half> || std::is_same_v<B, Half> || std::is_same_v<R, Half>) &&
+                             half_or_float<A> && half_or_float<B> && half_or_float<R>;
+inline constexpr int64_t kHalfBlock = 512;
+
+// n values of p as floats: p itself for float, else converted into buf.
+template <typename T>
+inline const float* floats_of(const T* p, int64_t n, float* buf) {
+  if constexpr (std::is_same_v<T, float>) {
+    return p;
+  } else {
+    halves_to_floats(reinterpret_cast<const uint16_t*>(p), buf, static_cast<size_t>(n));
+    return buf;
+  }
+}
+template <typename R>
+inline void store_floats(const float* v, R* o, int64_t n) {
+  if constexpr (std::is_same_v<R, Half>) floats_to_halves(v, reinterpret_cast<uint16_t*>(o), static_cast<size_t>(n));
+}
+
 // One inner run of a binary op; separate loops per stride pattern so each one vectorizes.
 template <typename A, typename B, typename R, typename Op>
 inline void binary_seg(const A* __restrict a, int64_t sa, const B* __restrict b, int64_t sb, R* __restrict o,
                        int64_t n, const Op& op) {
+  if constexpr (half_blocks<A, B, R>) {
+    float fa[kHalfBlock], fb[kHalfBlock], fo[kHalfBlock];
+    for (int64_t s = 0; s < n; s += kHalfBlock) {
+      int64_t m = std::min(kHalfBlock, n - s);
+      const float* xa = floats_of(sa ? a + s : a, sa ? m : 1, fa);
+      const float* xb = floats_of(sb ? b + s : b, sb ? m : 1, fb);
+      float* y = fo;
+      if constexpr (std::is_same_v<R, float>) y = o + s;
+      binary_seg<float, float, float>(xa, sa, xb, sb, y, m, op);
+      store_floats(y, o + s, m);
+    }
+    return;
+  }
   if (sa && sb) {
     for (int64_t i = 0; i < n; ++i) o[i] = st<R>(op(ld(a[i]), ld(b[i])));
   } else if (sa) {
@@ -256,7 +294,21 @@ void unary_apply(const Tensor& x, Tensor& out, const Op& op, bool fast, int thre
   parallel_for(n, threads, kGrain, [&](int64_t b, int64_t e) {
     const T* __restrict s = px + b;
     R* __restrict d = po + b;
-    if constexpr (HasFast<Op> && std::is_same_v<calc_t<T>, float>) {
+    if constexpr (half_blocks<T, T, R>) {
+      float fx[kHalfBlock], fo[kHalfBlock];
+      for (int64_t k = 0; k < e - b; k += kHalfBlock) {
+        int64_t m = std::min(kHalfBlock, e - b - k);
+        const float* x = floats_of(s + k, m, fx);
+        float* y = fo;
+        if constexpr (std::is_same_v<R, float>) y = d + k;
+        if constexpr (HasFast<Op>) {
+          for (int64_t i = 0; i < m; ++i) y[i] = st<float>(op.fast(x[i]));
+        } else {
+          for (int64_t i = 0; i < m; ++i) y[i] = st<float>(op(x[i]));
+        }
+        store_floats(y, d + k, m);
+      }
+    } else if constexpr (HasFast<Op> && std::is_same_v<calc_t<T>, float>) {
       for (int64_t i = 0; i < e - b; ++i) d[i] = st<R>(op.fast(ld(s[i])));
     } else {
       for (int64_t i = 0; i < e - b; ++i) d[i] = st<R>(op(ld(s[i])));
