@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -125,6 +126,43 @@ TEST_F(CliHardening, MaxMemoryCapsWhatAModelMayAllocate) {
   Result r = cli(run_args(m) + " --max-memory 64M");
   expect_bad_input(r, "memory limit");
   EXPECT_EQ(cli(run_args(m) + " --max-memory lots").code, 2);
+}
+
+// A Loop that runs for as long as its trip count says (10^17 iterations): `run --timeout` stops it
+// with exit 4 naming the limit; a bad value is a usage error.
+TEST_F(CliHardening, TimeoutStopsALoopThatRunsOnAndOn) {
+  onnx::ModelProto p = base_model();
+  add_init(p, "trips", onnx::TensorProto::INT64, {}).add_int64_data(100000000000000000);
+  add_init(p, "v0", onnx::TensorProto::FLOAT, {1}).add_float_data(1.0f);
+  add_node(p, "Loop", {"trips", "", "v0"}, "y");
+  auto* body = p.mutable_graph()->mutable_node(0)->add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto& b = *body->mutable_g();
+  b.set_name("body");
+  auto value = [](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, const std::string& name, int elem) {
+    auto* v = list->Add();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(elem);
+  };
+  value(b.mutable_input(), "i", onnx::TensorProto::INT64);
+  value(b.mutable_input(), "c", onnx::TensorProto::BOOL);
+  value(b.mutable_input(), "v", onnx::TensorProto::FLOAT);
+  for (auto [in, out] : {std::pair{"c", "c_out"}, std::pair{"v", "v_out"}}) {
+    auto* n = b.add_node();
+    n->set_op_type("Identity");
+    n->add_input(in);
+    n->add_output(out);
+  }
+  value(b.mutable_output(), "c_out", onnx::TensorProto::BOOL);
+  value(b.mutable_output(), "v_out", onnx::TensorProto::FLOAT);
+  add_output(p, "y");
+  std::string m = model("loop.onnx", p);
+  auto t0 = std::chrono::steady_clock::now();
+  expect_bad_input(cli(run_args(m) + " --timeout 0.3"), "time limit");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20.0);
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "output_0.npy"));
+  EXPECT_EQ(cli(run_args(m) + " --timeout -1").code, 2);
 }
 
 // 2. External data through symlinks, and FIFOs.
