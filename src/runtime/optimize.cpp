@@ -955,11 +955,12 @@ int int8_channels_last(Model& m) {
 
 // Conv, ConvTranspose, MatMul and Gemm on float16 (a constant float16 input says the node's type
 // is float16: the files `quantize --mode fp16` writes) compute in float32 on the fast kernels: the
-// constant inputs become float32 initializers (converted once here, exactly), the others go
-// through a Cast to float32 (one per value, shared by its readers; also after another such
-// product, whose result the file rounds to float16 first), and a Cast back to float16 restores the
-// output under its own name. The reference kernels also compute these ops in float32
-// and round the result to float16 once, so the values only differ by float32 summation order.
+// constant inputs become float32 initializers (converted once here, exactly); the others go
+// through internal::HalfToFloat, a Cast to float32 that refuses other types (one per value,
+// shared by its readers; also after another such product, whose result the file rounds to float16
+// first); a Cast back to float16 restores the output under its own name. The reference kernels
+// also compute these ops in float32 and round the result to float16 once, so the values only
+// differ by float32 summation order.
 int float16_products_in_float32(Model& m) {
   Graph& g = m.graph;
   static const std::set<std::string> ops{"Conv", "ConvTranspose", "MatMul", "Gemm"};
@@ -1001,7 +1002,12 @@ int float16_products_in_float32(Model& m) {
           halves_to_floats(reinterpret_cast<const uint16_t*>(h.data<Half>()), f.data<float>(), static_cast<size_t>(h.numel()));
           added.push_back({name, std::move(f), {}});
         } else {
-          nodes.push_back(cast(in, name, DType::Float));
+          Node h = cast(in, name, DType::Float);
+          h.op_type = "HalfToFloat";
+          h.domain = kInternalDomain;
+          h.attributes.clear();
+          h.name = n.name + "/" + name;  // names the product in errors
+          nodes.push_back(std::move(h));
         }
         known = f32_of.emplace(in, name).first;
       }
@@ -1019,6 +1025,7 @@ int float16_products_in_float32(Model& m) {
   }
   g.nodes = std::move(nodes);
   if (count == 0) return 0;
+  import_internal_domain(m);
   // The float16 weights nothing reads any more go.
   std::set<std::string> read(pinned);
   for (const Node& n : g.nodes) read.insert(n.inputs.begin(), n.inputs.end());

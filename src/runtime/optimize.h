@@ -3,8 +3,8 @@
 // fast_paths=false, so reference runs and run_all see the graph as written).
 //
 // First, Conv, ConvTranspose, MatMul and Gemm reading a constant float16 input (fp16 models)
-// compute in float32 on the fast kernels: float32 copies of the constants, a Cast to float32 of
-// each other input (shared, "<name>#as_f32") and a Cast of the result back to float16 under its name.
+// compute in float32 on the fast kernels: float32 copies of the constants, an internal::HalfToFloat
+// (a Cast to float32 that takes only float16) of each other input (shared, "<name>#as_f32") and a Cast of the result back to float16 under its name.
 // Then DequantizeLinear of constant int32 values (other quantizers' biases) folds to float, and a
 // QLinearConv with int8 weights of zero point 0 becomes an Int8Conv on 8-bit NCHW (VNNI only).
 // Then quantized products become int8 products (runtime/kernels/int8.h):

@@ -156,11 +156,15 @@ TEST(RuntimeHalf, ProductsWithFloat16WeightsRunInFloat32AndMatchReference) {
   Model opt = m;
   ASSERT_GE(optimize_for_runtime(opt), 4);
   for (const Initializer& i : opt.graph.initializers) EXPECT_EQ(i.tensor.dtype(), DType::Float) << i.name;
-  int casts = 0;
-  for (const Node& n : opt.graph.nodes) casts += n.op_type == "Cast";
+  int casts = 0, to_float = 0;
+  for (const Node& n : opt.graph.nodes) {
+    casts += n.op_type == "Cast";
+    to_float += n.op_type == "HalfToFloat" && n.domain == kInternalDomain;
+  }
   // One in and one out per product: the MatMul reads the Gemm's result as the file has it, rounded
   // to float16.
-  EXPECT_EQ(casts, 2 * 4);
+  EXPECT_EQ(casts, 4);
+  EXPECT_EQ(to_float, 4);
 
   for (int threads : {1, 2}) {
     std::map<std::string, RValue> feeds{{"x", to_half(random_normal(rng, {2, 3, 10, 10}))}};
@@ -174,6 +178,23 @@ TEST(RuntimeHalf, ProductsWithFloat16WeightsRunInFloat32AndMatchReference) {
     // a few steps at the output's scale.
     expect_within_half_ulps(want.at("c1").tensor, got.at("c1").tensor, 1, "c1");
     expect_within_half_ulps(want.at("y").tensor, got.at("y").tensor, 4, "y", true);
+  }
+}
+
+// A product with float16 weights and a float32 activation is an invalid file: the fast path
+// refuses it as the reference kernels do, instead of computing something.
+TEST(RuntimeHalf, MixedTypesFailOnTheFastPathToo) {
+  std::mt19937 rng(11);
+  Model m = one_node("MatMul", {{"a", random_normal(rng, {2, 3})}, {"b", to_half(random_normal(rng, {3, 4})), true}});
+  std::vector<In> feeds{{"a", random_normal(rng, {2, 3})}};
+  for (bool fast : {false, true}) {
+    try {
+      run(m, feeds, fast);
+      ADD_FAILURE() << "ran with fast=" << fast;
+    } catch (const Error& e) {
+      // The one_node() product is named "n".
+      EXPECT_NE(std::string(e.what()).find(fast ? "'n/a#as_f32'" : "MatMul 'n'"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runtime/kernels/elementwise_util.h"
+#include "runtime/optimize.h"
 
 namespace t2o {
 
@@ -164,6 +165,16 @@ void cast_tensor(KernelContext& ctx, const Tensor& x, DType to, bool fast) {
   });
 }
 
+// internal::HalfToFloat, the input side of a float16 product computed in float32
+// (runtime/optimize.h): a Cast to float32 that only takes float16, so a file whose product mixes
+// types fails here as the product itself would on the reference kernels.
+void half_to_float_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DType::Float16)
+    ctx.fail("the product's inputs must all be float16 (its weights are), got " + std::string(dtype_name(x.dtype())));
+  cast_tensor(ctx, x, DType::Float, true);
+}
+
 DType dtype_of_attr(const KernelInfo& info) {
   int64_t to = info.node.attr_int("to");
   if (!dtype_is_valid(static_cast<int32_t>(to)) || to == 0 || to == 14 || to == 15)
@@ -179,6 +190,7 @@ void register_elementwise_cast_kernels(KernelRegistry& r) {
     bool fast = info.fast_paths;
     return std::make_unique<FnKernel>([to, fast](KernelContext& ctx) { cast_tensor(ctx, ctx.input(0), to, fast); });
   });
+  r.add(kInternalDomain, "HalfToFloat", 1, stateless(half_to_float_kernel));
   r.add("", "CastLike", 15, [](const KernelInfo& info) {
     bool fast = info.fast_paths;
     return std::make_unique<FnKernel>(
