@@ -88,7 +88,8 @@ void print_report(const QuantizeArgs& a, const QuantizeResult& q, const Accuracy
   for (const std::string& s : q.skipped) std::printf("  left in float: %s\n", s.c_str());
   std::printf("size      %s -> %s (%.2fx smaller)\n", mib(size_before).c_str(), mib(size_after).c_str(),
               size_after > 0 ? static_cast<double>(size_before) / static_cast<double>(size_after) : 0.0);
-  std::printf("latency   %.3f ms -> %.3f ms (median of %d runs, torch2onnx runtime)\n", acc.float_ms, acc.quant_ms, acc.runs);
+  if (acc.runs > 0)
+    std::printf("latency   %.3f ms -> %.3f ms (median of %d runs, torch2onnx runtime)\n", acc.float_ms, acc.quant_ms, acc.runs);
   std::printf("accuracy  on %d %s input sets (%s), against the float model:\n", acc.samples,
               eval_generated ? "generated" : "given", set_sizes(eval).c_str());
   for (const OutputAccuracy& o : acc.outputs) {

@@ -6,6 +6,7 @@
 #include "onnx/tensor_io.h"
 #include "passes/prove.h"
 #include "quant/quant.h"
+#include "runtime/value_io.h"
 
 namespace fs = std::filesystem;
 
@@ -38,7 +39,7 @@ std::string misfit(const ValueInfo& vi, const Dims& d, DType t) {
 
 // One file for input vi: one set, or one per entry of the first axis when the file has one more axis.
 std::vector<Tensor> sets_from_file(const ValueInfo& vi, const fs::path& p) {
-  Tensor t = read_tensor_file(p.string());
+  Tensor t = bfloat16_stored_as_uint16(read_tensor_file(p.string()), vi.type.elem);
   std::string why = misfit(vi, t.dims(), t.dtype());
   if (why.empty()) return {t};
   if (vi.type.shape && t.rank() == vi.type.shape->rank() + 1 && t.dim(0) > 0) {
@@ -70,7 +71,7 @@ std::optional<InputSet> named_set(const std::vector<const ValueInfo*>& ins, cons
         break;
       }
     if (!found) return std::nullopt;
-    Tensor t = read_tensor_file(found->string());
+    Tensor t = bfloat16_stored_as_uint16(read_tensor_file(found->string()), ins[k]->type.elem);
     if (std::string why = misfit(*ins[k], t.dims(), t.dtype()); !why.empty())
       throw InputError("'" + found->string() + "' " + why + " (input '" + ins[k]->name + "')",
                        "each file of an input set holds that input as the model takes it");

@@ -1,5 +1,6 @@
 #include "runtime/value_io.h"
 
+#include <cstring>
 #include <filesystem>
 
 namespace t2o {
@@ -44,9 +45,20 @@ PbValue pb_from_rvalue(const RValue& v) {
   return pv;
 }
 
+Tensor bfloat16_stored_as_uint16(Tensor t, DType expected) {
+  if (expected != DType::BFloat16 || t.dtype() != DType::UInt16) return t;
+  Tensor b(DType::BFloat16, t.dims());
+  if (t.nbytes() > 0) std::memcpy(b.raw(), t.raw(), t.nbytes());
+  return b;
+}
+
 RValue read_value_file(const std::string& path, const Type* type) {
-  if (std::filesystem::path(path).extension() == ".npy") return RValue(read_npy(path));
-  return rvalue_from_pb(read_value_pb(path, type ? pb_kind_of(*type) : "tensor"));
+  RValue v = std::filesystem::path(path).extension() == ".npy"
+                 ? RValue(read_npy(path))
+                 : rvalue_from_pb(read_value_pb(path, type ? pb_kind_of(*type) : "tensor"));
+  if (type && type->kind == Type::Kind::Tensor && v.is_tensor())
+    v.tensor = bfloat16_stored_as_uint16(std::move(v.tensor), type->elem);
+  return v;
 }
 
 }  // namespace t2o

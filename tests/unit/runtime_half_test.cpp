@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "runtime/optimize.h"
 #include "runtime/session.h"
+#include "runtime/value_io.h"
 #include "test_support.h"
 
 using namespace t2o;
@@ -208,4 +209,22 @@ TEST(RuntimeHalf, ProductsWithoutConstantFloat16WeightsStay) {
   opt = f;
   optimize_for_runtime(opt);
   for (const Node& n : opt.graph.nodes) EXPECT_NE(n.op_type, "Cast");
+}
+
+// numpy has no bfloat16: .npy files (and the ONNX test data's .pb files) hold its bits as uint16.
+// Read for a bfloat16 input they become bfloat16, bit for bit; for other inputs they stay uint16.
+TEST(RuntimeHalf, Bfloat16StoredAsUint16ReadsAsBfloat16) {
+  Tensor u(DType::UInt16, {3});
+  const uint16_t bits[3] = {0x3f80, 0xc040, 0x7fc0};  // 1, -3, NaN
+  std::memcpy(u.raw(), bits, sizeof bits);
+  std::string path = ::testing::TempDir() + "/bf16_as_u16.npy";
+  write_npy(path, u);
+  Type bf = Type::tensor(DType::BFloat16);
+  RValue b = read_value_file(path, &bf);
+  ASSERT_EQ(b.tensor.dtype(), DType::BFloat16);
+  EXPECT_EQ(0, std::memcmp(b.tensor.raw(), bits, sizeof bits));
+  EXPECT_EQ(static_cast<float>(b.tensor.data<BFloat16>()[1]), -3.0f);
+  Type f = Type::tensor(DType::Float);
+  EXPECT_EQ(read_value_file(path, &f).tensor.dtype(), DType::UInt16);
+  EXPECT_EQ(read_value_file(path, nullptr).tensor.dtype(), DType::UInt16);
 }
