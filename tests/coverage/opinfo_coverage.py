@@ -151,6 +151,9 @@ def make_samples(kind, index):
             if dtype not in supported or n <= 0:
                 continue
             try:
+                # OpInfo draws its samples from the global generator: seeded per entry and dtype, the
+                # samples do not depend on which entries a worker ran before.
+                torch.manual_seed(zlib.crc32(f"{name}|{dtype}".encode()))
                 got = list(itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=False), n))
             except Exception as e:
                 samples.append(_unmeasurable(name, dtype, 0, f"sample generation failed: {e}"))
@@ -166,6 +169,7 @@ def make_samples(kind, index):
         if dtype not in info.dtypes:
             return samples
         try:
+            torch.manual_seed(zlib.crc32(name.encode()))
             inputs = info.module_inputs_func(info, device="cpu", dtype=dtype, requires_grad=False, training=False)
         except Exception as e:
             return [_unmeasurable(name, dtype, 0, f"sample generation failed: {e}")]
