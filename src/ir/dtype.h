@@ -48,8 +48,8 @@ inline float bfloat16_to_float(uint16_t b) {
   return f;
 }
 uint16_t float_to_bfloat16(float f);
-// The same conversions over arrays, with the CPU's F16C instructions where it has them (the
-// same values bit for bit: F16C rounds to nearest even and keeps NaN quiet as the scalar ones do).
+// The same conversions over arrays, with the CPU's F16C instructions where it has them: the same
+// values bit for bit (F16C rounds to nearest even too), except that a NaN may come out quieted.
 void halves_to_floats(const uint16_t* src, float* dst, size_t n);
 void floats_to_halves(const float* src, uint16_t* dst, size_t n);
 
