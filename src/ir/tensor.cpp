@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace t2o {
 
 namespace {
@@ -113,6 +116,22 @@ std::shared_ptr<void> allocate_bytes(size_t n, bool zero = true) {
     release_memory(rounded);
   });
 }
+// Whole pages from the system for `n` bytes (at least `kMapAtLeast`); nullptr when mapping fails.
+constexpr size_t kMapAtLeast = 256 * 1024;
+std::shared_ptr<void> map_bytes(size_t n) {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t rounded = (n + page - 1) / page * page;
+  reserve_memory(rounded);
+  void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    release_memory(rounded);
+    return nullptr;
+  }
+  return std::shared_ptr<void>(p, [rounded](void* q) {
+    munmap(q, rounded);
+    release_memory(rounded);
+  });
+}
 }  // namespace
 
 Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)), numel_(numel_of(dims_)) {
@@ -135,6 +154,20 @@ Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)), 
     storage_ = allocate_bytes(bytes);
     data_ = storage_.get();
   }
+}
+
+Tensor Tensor::uninitialized_long_lived(DType dtype, Dims dims) {
+  size_t bytes = dtype == DType::String ? 0 : nbytes_of(dtype, dims);
+  if (bytes < kMapAtLeast) return uninitialized(dtype, std::move(dims));
+  std::shared_ptr<void> pages = map_bytes(bytes);
+  if (!pages) return uninitialized(dtype, std::move(dims));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.numel_ = numel_of(dims);
+  t.dims_ = std::move(dims);
+  t.storage_ = std::move(pages);
+  t.data_ = t.storage_.get();
+  return t;
 }
 
 Tensor Tensor::uninitialized(DType dtype, Dims dims) {

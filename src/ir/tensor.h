@@ -43,6 +43,10 @@ class Tensor {
   // Storage left as the allocator returns it (64-byte aligned), for buffers the caller
   // overwrites fully. Not for strings.
   static Tensor uninitialized(DType dtype, Dims dims);
+  // Like uninitialized, but large storage is mapped from the system and unmapped when freed, so
+  // freeing it gives the memory back instead of leaving a hole in the heap (for large long-lived
+  // tensors such as weights, which the runtime may drop once it holds them packed).
+  static Tensor uninitialized_long_lived(DType dtype, Dims dims);
 
   // Wraps memory owned by the caller; the caller keeps it alive while the tensor is used.
   static Tensor borrow(DType dtype, Dims dims, void* data);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -252,7 +253,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& tp, const std::string& base_di
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
     if (dt == DType::String) throw InputError("tensor '" + name + "' holds strings, which cannot be external data");
     std::string buf = read_external(tp, base_dir, want);
-    Tensor t = Tensor::uninitialized(dt, dims);
+    Tensor t = Tensor::uninitialized_long_lived(dt, dims);
     if (want) std::memcpy(t.raw(), buf.data(), want);
     normalize_bools(t);
     return t;
@@ -261,7 +262,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& tp, const std::string& base_di
     if (tp.raw_data().size() != want)
       throw InputError("tensor '" + name + "' has " + std::to_string(tp.raw_data().size()) +
                        " bytes of raw data, its dims " + dims_to_string(dims) + " need " + std::to_string(want));
-    Tensor t = Tensor::uninitialized(dt, dims);
+    Tensor t = Tensor::uninitialized_long_lived(dt, dims);
     if (want) std::memcpy(t.raw(), tp.raw_data().data(), want);
     normalize_bools(t);
     return t;
@@ -633,18 +634,77 @@ std::string why_not_a_model(const onnx::ModelProto& p) {
 
 namespace {
 
-// The checked parse of a whole model file's bytes into `proto`.
-void parse_model(const std::string& bytes, onnx::ModelProto& proto, const std::string& what) {
-  if (bytes.empty()) throw InputError(what + " is empty");
-  if (bytes.size() > static_cast<size_t>(INT32_MAX))
+// What a file that is not protobuf looks like, from its first bytes.
+std::string looks_like(const char* head, size_t n) {
+  if (n == 0) return {};
+  char c = head[0];
+  if (c == '{' || c == '[') return " (it looks like JSON)";
+  if (c == 'P' && n > 1 && head[1] == 'K') return " (it looks like a zip archive, e.g. a TorchScript .pt)";
+  return {};
+}
+
+void check_size(size_t n, const std::string& what) {
+  if (n == 0) throw InputError(what + " is empty");
+  if (n > static_cast<size_t>(INT32_MAX))
     throw InputError(what + " is over 2 GB; ONNX files that large must keep weights as external data");
-  if (!parse_model_bytes(bytes, proto)) {
-    char c = bytes[0];
-    std::string hint = (c == '{' || c == '[') ? " (it looks like JSON)" : (c == 'P' && bytes.size() > 1 && bytes[1] == 'K') ? " (it looks like a zip archive, e.g. a TorchScript .pt)" : "";
-    throw InputError(what + " is not a valid ONNX model: the protobuf data is truncated or corrupt" + hint);
-  }
+}
+
+void check_is_model(const onnx::ModelProto& proto, const std::string& what) {
   std::string why = why_not_a_model(proto);
   if (!why.empty()) throw InputError(what + " is not an ONNX model: " + why);
+}
+
+// The checked parse of a whole model file's bytes into `proto`.
+void parse_model(const std::string& bytes, onnx::ModelProto& proto, const std::string& what) {
+  check_size(bytes.size(), what);
+  if (!parse_model_bytes(bytes, proto))
+    throw InputError(what + " is not a valid ONNX model: the protobuf data is truncated or corrupt" +
+                     looks_like(bytes.data(), bytes.size()));
+  check_is_model(proto, what);
+}
+
+// Reads a file descriptor from the start in chunks, for parsing without the whole file in memory.
+class FdStream : public google::protobuf::io::CopyingInputStream {
+ public:
+  explicit FdStream(int fd) : fd_(fd) {}
+  int Read(void* buffer, int size) override {
+    for (;;) {
+      ssize_t got = ::pread(fd_, buffer, static_cast<size_t>(size), offset_);
+      if (got < 0 && errno == EINTR) continue;
+      if (got > 0) offset_ += got;
+      return got < 0 ? -1 : static_cast<int>(got);
+    }
+  }
+  off_t offset() const { return offset_; }
+
+ private:
+  int fd_;
+  off_t offset_ = 0;
+};
+
+// The checked parse of a model file into `proto`, streamed: the file's bytes and the parsed
+// weights are never in memory together (a 340 MB model peaked at twice its size).
+void parse_model_file(const std::string& path, onnx::ModelProto& proto, const std::string& what) {
+  struct stat st;
+  Fd f{open_regular(path, "model file", false, st)};
+  size_t size = static_cast<size_t>(st.st_size);
+  check_size(size, what);
+  FdStream in(f.fd);
+  bool ok;
+  {
+    google::protobuf::io::CopyingInputStreamAdaptor adaptor(&in, 1 << 20);
+    google::protobuf::io::CodedInputStream coded(&adaptor);
+    coded.SetTotalBytesLimit(INT32_MAX);
+    ok = proto.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+  }
+  if (ok && static_cast<size_t>(in.offset()) != size)
+    throw InputError("cannot read model file '" + path + "': it changed or is unreadable");
+  if (!ok) {
+    char head[2] = {0, 0};
+    size_t n = pread_all(f.fd, head, std::min<size_t>(2, size), 0) ? std::min<size_t>(2, size) : 0;
+    throw InputError(what + " is not a valid ONNX model: the protobuf data is truncated or corrupt" + looks_like(head, n));
+  }
+  check_is_model(proto, what);
 }
 
 // The model of a parsed proto that is scratch (its weights are freed as they are copied out).
@@ -668,11 +728,7 @@ Model load_model(const std::string& path) {
   fs::path parent = fs::path(path).parent_path();
   std::string what = "'" + path + "'";
   onnx::ModelProto proto;
-  {
-    // The file's bytes go before the weights are copied out of the proto.
-    std::string bytes = read_file(path, "model file");
-    parse_model(bytes, proto, what);
-  }
+  parse_model_file(path, proto, what);
   return take_model(proto, parent.empty() ? "." : parent.string(), what);
 }
 

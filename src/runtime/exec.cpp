@@ -313,6 +313,25 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
   std::set<std::string> defined(input_names);
   defined.insert(init_names.begin(), init_names.end());
 
+  // Readers per name, for releasing packed constants: a constant read by one node only, not a
+  // graph output and not read by name inside a subgraph.
+  std::unordered_map<std::string, int> readers;
+  if (opts_.release_packed_min_bytes > 0) {
+    for (const Node& n : g.nodes) {
+      for (const auto& in : n.inputs) ++readers[in];
+      std::set<std::string> reads;
+      for (const Attribute& a : n.attributes) {
+        if (a.g) collect_reads(*a.g, reads);
+        for (const auto& sg : a.graphs) collect_reads(*sg, reads);
+      }
+      for (const auto& r : reads) readers[r] += 2;
+    }
+    for (const ValueInfo& o : g.outputs) readers[o.name] += 2;
+  }
+  ExecOptions sub_opts = opts_;
+  sub_opts.release_packed_min_bytes = 0;
+  sub_opts.on_release = nullptr;
+
   KernelRegistry& reg = KernelRegistry::instance();
   std::map<std::string, std::pair<int, std::string>> unsupported;  // op -> count, first node
   std::vector<RValue> fold_values;
@@ -373,8 +392,8 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
                       size_t s = static_cast<size_t>(in_slots[static_cast<size_t>(i)]);
                       return is_const[s] && consts[s].is_tensor() ? &consts[s].tensor : nullptr;
                     },
-                    [this, visible](const Graph& sub) -> std::shared_ptr<SubgraphRunner> {
-                      return std::make_shared<GraphExec>(sub, opsets_, opts_, visible());
+                    [this, visible, &sub_opts](const Graph& sub) -> std::shared_ptr<SubgraphRunner> {
+                      return std::make_shared<GraphExec>(sub, opsets_, sub_opts, visible());
                     },
                     &g};
     st.kernel = (*f)(info);
@@ -390,6 +409,22 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
       fold_values[s] = RValue();
       is_const_[s] = true;
       continue;
+    }
+    // The weights as given go as soon as their one reader holds them packed.
+    for (size_t k = 0; opts_.release_packed_min_bytes > 0 && k < st.in.size(); ++k) {
+      int s = st.in[k];
+      if (s < 0 || !is_const_[static_cast<size_t>(s)] || !constants_[static_cast<size_t>(s)].is_tensor()) continue;
+      const std::string& name = slot_names_[static_cast<size_t>(s)];
+      const Tensor& t = constants_[static_cast<size_t>(s)].tensor;
+      if (readers[name] != 1 || !t.raw() || t.nbytes() < opts_.release_packed_min_bytes ||
+          !st.kernel->can_release_constant(static_cast<int>(k)))
+        continue;
+      // Same dtype and dims, no data, and storage of its own (same_storage tells it apart).
+      Tensor placeholder = Tensor::share(t.dtype(), t.dims(), std::make_shared<char>(0), nullptr);
+      st.kernel->release_constant(static_cast<int>(k), placeholder);
+      constants_[static_cast<size_t>(s)] = RValue(placeholder);
+      released_[name] = {steps_.size(), static_cast<int>(k)};
+      if (opts_.on_release) opts_.on_release(name);
     }
     steps_.push_back(std::move(st));
   }
@@ -410,6 +445,7 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
     output_slots_.push_back(s);
   }
   constants_.resize(slot_names_.size());
+  opts_.on_release = nullptr;  // it may point into the caller's frame
   // Liveness: free a value after its last reader, unless it is an output or constant.
   std::vector<int> last(slot_names_.size(), -1);
   for (size_t i = 0; i < steps_.size(); ++i) {
@@ -433,6 +469,12 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
 }
 
 size_t GraphExec::fresh_buffers() const { return pool_->fresh(); }
+
+Tensor GraphExec::restore_constant(const std::string& name) {
+  auto it = released_.find(name);
+  if (it == released_.end()) throw Error("restore_constant: '" + name + "' was not released");
+  return steps_[it->second.first].kernel->restore_constant(it->second.second);
+}
 
 namespace {
 

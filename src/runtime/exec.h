@@ -1,6 +1,7 @@
 #pragma once
 // GraphExec: a compiled graph (the main graph or a subgraph) and how to run it.
 #include <memory>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,6 +14,12 @@ struct ExecOptions {
   int threads = 1;
   bool fast_paths = true;
   double time_limit_s = 0;  // a top-level run stops at the first node after this long (0: none)
+  // Constants of at least this many bytes (0: none) whose one reader keeps a copy of its own
+  // (packed weights, OpKernel::can_release_constant) are let go as soon as that reader is built,
+  // so the two copies never coexist for more than one weight. `on_release` is told the name, so
+  // that other holders (the graph's initializer) can let go too. The top-level graph only.
+  size_t release_packed_min_bytes = 0;
+  std::function<void(const std::string&)> on_release;
 };
 
 class BufferPool;
@@ -38,6 +45,8 @@ class GraphExec : public SubgraphRunner {
   // Activation buffers this graph took from the allocator rather than from its free list: a
   // steady workload stops adding to it after the first run.
   size_t fresh_buffers() const;
+  // A constant released under ExecOptions::release_packed_min_bytes, rebuilt from its reader's copy.
+  Tensor restore_constant(const std::string& name);
 
  private:
   friend class NodeContext;
@@ -61,6 +70,7 @@ class GraphExec : public SubgraphRunner {
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
   std::vector<Step> steps_;
+  std::unordered_map<std::string, std::pair<size_t, int>> released_;  // name -> a reader (step, input)
   std::shared_ptr<BufferPool> pool_;
 };
 

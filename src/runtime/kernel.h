@@ -35,6 +35,14 @@ class OpKernel {
  public:
   virtual ~OpKernel() = default;
   virtual void run(KernelContext& ctx) = 0;
+  // Constant input i kept by the kernel in a form of its own (packed weights), so that its data
+  // as given need not stay in memory. Asked of every reader before any is told to release it.
+  virtual bool can_release_constant(int) const { return false; }
+  // From now on input i is bound to `placeholder` (same dtype and dims, no data): the kernel must
+  // not read its data, and recognises it by Tensor::same_storage.
+  virtual void release_constant(int, const Tensor&) {}
+  // Released input i as given, rebuilt from the kernel's own copy.
+  virtual Tensor restore_constant(int) { return {}; }
 };
 
 using KernelFactory = std::function<std::unique_ptr<OpKernel>(const KernelInfo&)>;

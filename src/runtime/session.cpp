@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "onnx/model_io.h"
@@ -67,6 +69,19 @@ struct Session::Impl {
   ExecOptions exec_opts;
   std::once_flag full_once;
   std::unique_ptr<GraphExec> full_exec;
+  // Weights whose readers keep packed copies: the plan holds no copy as given (the model's and
+  // exec_graph's initializers are data-less placeholders) until something asks for the model.
+  std::vector<std::string> released;
+  std::once_flag restore_once;
+
+  void restore_model() {
+    std::call_once(restore_once, [this] {
+      if (released.empty()) return;
+      std::set<std::string> names(released.begin(), released.end());
+      for (Initializer& init : model.graph.initializers)
+        if (names.count(init.name) && !init.tensor.raw() && init.tensor.numel() > 0) init.tensor = exec->restore_constant(init.name);
+    });
+  }
 
   void check_input(const ValueInfo& vi, const RValue& v, std::map<std::string, int64_t>& symbols) const {
     const Type& t = vi.type;
@@ -148,7 +163,30 @@ Session::Session(Model model, SessionOptions opts) : impl_(std::make_unique<Impl
   eo.threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   eo.fast_paths = opts.fast_paths;
   eo.time_limit_s = opts.time_limit_s;
+  // Packed weights replace the weights as given (as ONNX Runtime's prepacking does): without this
+  // a transformer's matrices would sit in memory twice. A released initializer becomes a data-less
+  // placeholder in both graphs until model() or run_all needs it (restore_model).
+  std::unordered_map<std::string, size_t> run_index, model_index;
+  if (opts.fast_paths) {
+    for (size_t i = 0; i < impl_->exec_graph.initializers.size(); ++i) run_index[impl_->exec_graph.initializers[i].name] = i;
+    for (size_t i = 0; i < impl_->model.graph.initializers.size(); ++i) model_index[impl_->model.graph.initializers[i].name] = i;
+    eo.release_packed_min_bytes = 16 * 1024;
+    eo.on_release = [this, &run_index, &model_index](const std::string& name) {
+      auto r = run_index.find(name);
+      if (r == run_index.end()) return;  // a folded Constant's value: the node keeps it
+      Tensor& given = impl_->exec_graph.initializers[r->second].tensor;
+      auto placeholder = Tensor::share(given.dtype(), given.dims(), std::make_shared<char>(0), nullptr);
+      // The model as loaded shares the tensor unless fusion replaced it under the same name.
+      auto m = model_index.find(name);
+      if (m != model_index.end() && impl_->model.graph.initializers[m->second].tensor.same_storage(given))
+        impl_->model.graph.initializers[m->second].tensor = placeholder;
+      given = placeholder;
+      impl_->released.push_back(name);
+    };
+  }
   impl_->exec = std::make_unique<GraphExec>(impl_->exec_graph, opsets, eo);
+  eo.on_release = nullptr;
+  eo.release_packed_min_bytes = 0;
   for (const ValueInfo* vi : impl_->exec->formal_inputs()) impl_->inputs.push_back(*vi);
 }
 
@@ -159,7 +197,10 @@ Session::~Session() = default;
 
 const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<ValueInfo>& Session::outputs() const { return impl_->model.graph.outputs; }
-const Model& Session::model() const { return impl_->model; }
+const Model& Session::model() const {
+  impl_->restore_model();
+  return impl_->model;
+}
 
 std::map<std::string, RValue> Session::run(const std::map<std::string, RValue>& inputs) {
   std::vector<RValue> outs = impl_->exec->run_graph(impl_->bind(inputs), nullptr);
@@ -245,6 +286,7 @@ std::map<std::string, RValue> Session::run_all(const std::map<std::string, RValu
   GraphExec* exec = impl_->exec.get();
   if (impl_->rewritten) {
     Impl& m = *impl_;
+    m.restore_model();
     std::call_once(m.full_once, [&m] { m.full_exec = std::make_unique<GraphExec>(m.model.graph, m.opsets, m.exec_opts); });
     exec = m.full_exec.get();
   }

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <random>
 
@@ -198,3 +200,73 @@ TEST(RuntimeMatmul, FuzzNeverCrashes) {
 }
 
 }  // namespace
+
+namespace {
+
+// A float tensor whose storage reports when it is freed.
+Tensor watched(std::mt19937& rng, const Dims& d, bool* freed) {
+  Tensor src = random_normal(rng, d);
+  size_t n = src.nbytes();
+  void* p = std::malloc(n);
+  std::memcpy(p, src.raw(), n);
+  std::shared_ptr<void> owner(p, [freed](void* q) {
+    std::free(q);
+    *freed = true;
+  });
+  return Tensor::share(DType::Float, d, owner, p);
+}
+
+}  // namespace
+
+// Weights that every reader keeps packed are not kept a second time as given: the session lets
+// go of them (the storage is freed), runs on the packed copies at any batch, and rebuilds the
+// weights exactly when model() or run_all asks. A weight that another op reads stays.
+TEST(RuntimeMatmul, PackedWeightsReplaceTheGivenOnes) {
+  std::mt19937 rng(5);
+  bool freed1 = false, freed2 = false, freed3 = false;
+  Tensor w1 = watched(rng, {96, 128}, &freed1), w2 = watched(rng, {64, 128}, &freed2),
+         w3 = watched(rng, {64, 64}, &freed3);
+  Tensor w1_copy = w1.clone(), w2_copy = w2.clone(), w3_copy = w3.clone();
+  Model m;
+  m.opset_import = {{"", 17}};
+  m.graph.inputs.push_back({"x", Type::tensor(DType::Float), ""});
+  m.graph.initializers = {{"w1", w1, ""}, {"w2", w2, ""}, {"w3", w3, ""}};
+  m.graph.nodes.push_back(make_node("MatMul", {"x", "w1"}, {"h"}));
+  m.graph.nodes.push_back(make_node("Gemm", {"h2d", "w2"}, {"g"}, {Attribute::make_int("transB", 1)}));
+  m.graph.nodes.insert(m.graph.nodes.begin() + 1,
+                       make_node("Reshape", {"h", "shape"}, {"h2d"}));
+  m.graph.initializers.push_back({"shape", Tensor::from_vector<int64_t>({-1, 128}, {2}), ""});
+  m.graph.nodes.push_back(make_node("MatMul", {"g", "w3"}, {"y"}));
+  m.graph.nodes.push_back(make_node("Add", {"w3", "w3"}, {"y2"}));
+  m.graph.outputs.push_back({"y", Type::tensor(DType::Undefined), ""});
+  m.graph.outputs.push_back({"y2", Type::tensor(DType::Undefined), ""});
+  Model ref_model = m;
+  for (auto& init : ref_model.graph.initializers) init.tensor = init.tensor.clone();
+  SessionOptions ro;
+  ro.fast_paths = false;
+  Session ref(ref_model, ro);
+  w1 = w2 = w3 = Tensor();
+  SessionOptions fo;
+  fo.threads = 2;
+  Session fast(std::move(m), fo);
+  EXPECT_TRUE(freed1);
+  EXPECT_TRUE(freed2);
+  EXPECT_FALSE(freed3);  // Add reads it as given
+  for (Dims xd : {Dims{64, 96}, Dims{2, 7, 96}, Dims{1, 96}, Dims{3, 100, 96}}) {
+    Tensor x = random_normal(rng, xd);
+    Tensor want = ref.run({{"x", x}}).at("y").tensor;
+    Tensor got = fast.run({{"x", x}}).at("y").tensor;
+    expect_close(want, got, 1e-3);
+  }
+  Tensor x = random_normal(rng, {64, 96});
+  Tensor want = ref.run({{"x", x}}).at("y").tensor;
+  auto all = fast.run_all({{"x", x}});
+  expect_close(want, all.at("y").tensor, 1e-3);
+  ASSERT_TRUE(all.count("h"));
+  std::map<std::string, Tensor> given{{"w1", w1_copy}, {"w2", w2_copy}, {"w3", w3_copy}};
+  for (const Initializer& init : fast.model().graph.initializers)
+    if (given.count(init.name)) {
+      EXPECT_TRUE(init.tensor.equals(given.at(init.name))) << init.name;
+    }
+  expect_close(want, fast.run({{"x", x}}).at("y").tensor, 1e-3);
+}

@@ -124,12 +124,13 @@ class MatMulKernel : public OpKernel {
                           bias ? bias->data<float>() : nullptr, 0.0f, Y.data<float>()))
         return;
     }
+    const Tensor Bd = plain(B);
     dispatch_dtype(A.dtype(), [&](auto t) {
       using T = decltype(t);
       if constexpr (std::is_same_v<T, bool>) {
         ctx.fail("does not support bool");
       } else {
-        matmul_ref<T>(s, A.data<T>(), B.data<T>(), Y.data<T>());
+        matmul_ref<T>(s, A.data<T>(), Bd.data<T>(), Y.data<T>());
         if constexpr (std::is_floating_point_v<T>) {
           if (fused_) bias_gelu(Y.data<T>(), Y.numel(), s.N, bias ? bias->data<T>() : nullptr);
         } else if (fused_) {
@@ -139,7 +140,18 @@ class MatMulKernel : public OpKernel {
     });
   }
 
+  bool can_release_constant(int i) const override { return i == 1 && dnnl_ && const_b_.defined() && dnnl_matmul_can_release_b(*dnnl_); }
+  void release_constant(int i, const Tensor& placeholder) override {
+    if (i == 1 && dnnl_matmul_release_b(*dnnl_, placeholder)) const_b_ = placeholder;
+  }
+  Tensor restore_constant(int i) override { return i == 1 && dnnl_ ? dnnl_matmul_plain_b(*dnnl_) : Tensor(); }
+
  private:
+  // B with data: the constant's plain copy when the session released it.
+  Tensor plain(const Tensor& B) const {
+    return dnnl_ && B.same_storage(const_b_) && !B.raw() ? dnnl_matmul_plain_b(*dnnl_) : B;
+  }
+
   // FusedMatMul's tail on the reference path: y += bias (rows of n), then the erf GELU.
   template <typename T>
   void bias_gelu(T* y, int64_t count, int64_t n, const T* b) const {
@@ -213,6 +225,7 @@ class GemmKernel : public OpKernel {
                           beta_sum, y))
         return;
     }
+    const Tensor Bd = plain(B);
     dispatch_dtype(A.dtype(), [&](auto t) {
       using T = decltype(t);
       if constexpr (std::is_same_v<T, bool>) {
@@ -221,7 +234,7 @@ class GemmKernel : public OpKernel {
         using Acc = MmAcc<T>;
         std::vector<Acc> row;
         T* y = Y.data<T>();
-        gemm_block<T, Acc>(A.data<T>(), B.data<T>(), y, M, K, N, trans_a_ ? 1 : K, trans_a_ ? M : 1,
+        gemm_block<T, Acc>(A.data<T>(), Bd.data<T>(), y, M, K, N, trans_a_ ? 1 : K, trans_a_ ? M : 1,
                            trans_b_ ? 1 : N, trans_b_ ? K : 1, row);
         const T* c = C ? C->data<T>() : nullptr;
         for (int64_t m = 0; m < M; ++m)
@@ -235,7 +248,18 @@ class GemmKernel : public OpKernel {
     });
   }
 
+  bool can_release_constant(int i) const override { return i == 1 && dnnl_ && const_b_.defined() && dnnl_matmul_can_release_b(*dnnl_); }
+  void release_constant(int i, const Tensor& placeholder) override {
+    if (i == 1 && dnnl_matmul_release_b(*dnnl_, placeholder)) const_b_ = placeholder;
+  }
+  Tensor restore_constant(int i) override { return i == 1 && dnnl_ ? dnnl_matmul_plain_b(*dnnl_) : Tensor(); }
+
  private:
+  // B with data: the constant's plain copy when the session released it.
+  Tensor plain(const Tensor& B) const {
+    return dnnl_ && B.same_storage(const_b_) && !B.raw() ? dnnl_matmul_plain_b(*dnnl_) : B;
+  }
+
   bool trans_a_, trans_b_;
   float alpha_, beta_;
   Tensor const_b_;

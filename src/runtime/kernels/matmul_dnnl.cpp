@@ -32,6 +32,9 @@ struct DnnlMatmul {
   float alpha = 1.0f;
   bool gelu = false;
   Tensor const_b;  // 2-D, as stored (K x N, or N x K when trans_b); undefined when B is an input
+  // The session dropped const_b's data (dnnl_matmul_release_b): packed[0] is the only copy, and
+  // const_b keeps its dims with no data until plain_b restores it.
+  bool released = false;
   struct Prim {
     dnnl::matmul prim;
     memory::desc w_desc;
@@ -58,10 +61,27 @@ memory::desc plain_b_desc(const DnnlMatmul& m, int64_t batch_b, int64_t K, int64
   return memory::desc({batch_b, K, N}, dt::f32, m.trans_b ? tag::acb : tag::abc);
 }
 
+int64_t const_k(const DnnlMatmul& m) { return m.const_b.dim(m.trans_b ? 1 : 0); }
+int64_t const_n(const DnnlMatmul& m) { return m.const_b.dim(m.trans_b ? 0 : 1); }
+
+// The constant B as stored; after a release, rebuilt from the packed copy (an exact reorder) and
+// kept, for the rare shape that needs it plain or in another layout. Caller holds m.mu.
+const Tensor& plain_b(DnnlMatmul& m) {
+  if (!m.released || m.const_b.raw()) return m.const_b;
+  Tensor t = Tensor::uninitialized(DType::Float, m.const_b.dims());
+  memory dst(plain_b_desc(m, 1, const_k(m), const_n(m), true), cpu_engine(), t.raw());
+  dnnl::stream s(cpu_engine());
+  dnnl::reorder(*m.packed.front(), dst).execute(s, *m.packed.front(), dst);
+  s.wait();
+  m.const_b = t;
+  return m.const_b;
+}
+
 // The constant B in the layout `want`, reordered once and shared by every shape that wants it.
 std::shared_ptr<memory> packed_b(DnnlMatmul& m, const memory::desc& want, int64_t K, int64_t N) {
   for (auto& p : m.packed)
     if (p->get_desc() == want) return p;
+  plain_b(m);
   memory src(plain_b_desc(m, 1, K, N, want.dims().size() == 2), cpu_engine(), const_cast<void*>(m.const_b.raw()));
   auto dst = std::make_shared<memory>(want, cpu_engine());
   dnnl::stream s(cpu_engine());
@@ -72,6 +92,21 @@ std::shared_ptr<memory> packed_b(DnnlMatmul& m, const memory::desc& want, int64_
 }
 
 }  // namespace
+
+bool dnnl_matmul_release_b(DnnlMatmul& m, const Tensor& placeholder) {
+  std::lock_guard<std::mutex> lock(m.mu);
+  if (m.packed.empty() || !m.const_b.defined() || placeholder.dims() != m.const_b.dims()) return false;
+  m.const_b = placeholder;
+  m.released = true;
+  return true;
+}
+
+bool dnnl_matmul_can_release_b(const DnnlMatmul& m) { return !m.packed.empty() && m.const_b.defined(); }
+
+Tensor dnnl_matmul_plain_b(DnnlMatmul& m) {
+  std::lock_guard<std::mutex> lock(m.mu);
+  return plain_b(m);
+}
 
 std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float alpha, const Tensor* const_b,
                                              bool gelu) {

@@ -27,6 +27,14 @@ std::shared_ptr<DnnlMatmul> dnnl_matmul_make(bool trans_a, bool trans_b, float a
 bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M, int64_t K, int64_t N,
                      const float* a, const float* b, const float* bias, float beta_sum, float* c);
 
+// Whether the constant B has a packed copy, so that its data as stored need not be kept.
+bool dnnl_matmul_can_release_b(const DnnlMatmul& m);
+// Drops the reference to the constant B's data (the packed copy stays): `placeholder` has B's
+// dims and no data. The plain B is rebuilt from the packed copy if a shape ever needs it.
+bool dnnl_matmul_release_b(DnnlMatmul& m, const Tensor& placeholder);
+// The constant B as stored (rebuilt after a release).
+Tensor dnnl_matmul_plain_b(DnnlMatmul& m);
+
 void register_matmul_extra_kernels(KernelRegistry& r);  // matmul_quant.cpp
 void register_einsum_kernels(KernelRegistry& r);        // matmul_einsum.cpp
 

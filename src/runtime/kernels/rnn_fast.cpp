@@ -267,6 +267,10 @@ struct RnnFast::Impl {
   std::vector<std::shared_ptr<DnnlMatmul>> proj;
   std::vector<Tensor> panels;
   std::vector<Tensor> bias;  // Wb + Rb per gate (Wb only for the linear-before-reset h gate)
+  // The input projections of the last run, kept for the next (a fresh multi-megabyte buffer per
+  // run fragments the heap: resident memory grew run after run). Taken under `mu`; a run that
+  // finds it taken (another thread's) allocates its own.
+  Tensor pre;
 };
 
 RnnFast::RnnFast(const RnnFastSpec& spec) : impl_(std::make_unique<Impl>()) { impl_->spec = spec; }
@@ -318,7 +322,18 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
   const auto& proj = m.constant ? m.proj : proj_v;
   const auto& panels = m.constant ? m.panels : panels_v;
   const auto& bias = m.constant ? m.bias : bias_v;
+  Tensor pre_t = std::move(m.pre);
+  m.pre = Tensor();
   lock.unlock();
+  if (!pre_t.defined() || pre_t.numel() < S * B * GH) pre_t = Tensor::uninitialized(DType::Float, {S * B * GH});
+  struct GiveBack {
+    Impl& m;
+    Tensor& t;
+    ~GiveBack() {
+      std::lock_guard<std::mutex> g(m.mu);
+      if (!m.pre.defined() || m.pre.numel() < t.numel()) m.pre = std::move(t);
+    }
+  } give_back{m, pre_t};
 
   // State offsets in the ONNX tensors: [D, B, H], or [B, D, H] batch first.
   auto st = [&](int64_t d, int64_t row) { return bf ? (row * D + d) * H : (d * B + row) * H; };
@@ -326,7 +341,6 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
   if (y) std::memset(y->raw(), 0, static_cast<size_t>(y->numel()) * sizeof(float));
 
   const int T = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, P)));
-  Tensor pre_t = Tensor::uninitialized(DType::Float, {S * B * GH});
   // Hidden states double-buffered (threads read all of h while others write theirs), rows padded
   // to whole panels; the cell state, and GRU's z and r * h, are per unit.
   Tensor state(DType::Float, {5 * B * Hp});
