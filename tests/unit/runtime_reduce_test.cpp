@@ -112,6 +112,42 @@ TEST(RuntimeReduce, SoftmaxMaskedScoresAreExactZeros) {
   }
 }
 
+// The row paths (16-wide with a masked tail where the CPU has AVX-512) against the reference on
+// every row length up to 40 and a long one, with rows holding -inf masks, +inf, NaN, nothing but
+// -inf, and values spread wide: same NaNs, same exact zeros, values within 1e-6 of the row's sum.
+TEST(RuntimeReduce, SoftmaxRowsOfEveryLengthAndOddValues) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937 rng(21);
+  std::normal_distribution<float> nd(0.0f, 30.0f);
+  for (int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 40, 1000}) {
+    const int64_t rows = 6;
+    std::vector<float> v(static_cast<size_t>(rows * n));
+    for (auto& x : v) x = nd(rng);
+    for (int64_t j = 0; j < n; ++j) {
+      if (j % 3 == 0) v[static_cast<size_t>(n + j)] = -inf;  // row 1: masked scores
+      v[static_cast<size_t>(4 * n + j)] = -inf;                 // row 4: nothing but -inf
+    }
+    v[static_cast<size_t>(2 * n + n / 2)] = nan;  // row 2
+    v[static_cast<size_t>(3 * n + n - 1)] = inf;  // row 3
+    std::vector<In> ins{{"x", Tensor::from_vector<float>(v, {rows, n})}};
+    for (const char* op : {"Softmax", "LogSoftmax"}) {
+      auto ref = run(one_node(op, ins), ins, false)[0];
+      for (int threads : {1, 2}) {
+        auto y = run(one_node(op, ins), ins, true, threads)[0];
+        for (int64_t i = 0; i < rows * n; ++i) {
+          float w = ref.data<float>()[i], g = y.data<float>()[i];
+          if (std::isnan(w) || std::isinf(w)) {
+            EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << op << " n=" << n << " at " << i << ": " << w << " vs " << g;
+            continue;
+          }
+          if (w == 0.0f) EXPECT_EQ(g, 0.0f) << op << " n=" << n << " at " << i;
+          EXPECT_NEAR(g, w, 1e-6 * std::max(1.0f, std::fabs(w))) << op << " n=" << n << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(RuntimeReduce, SoftmaxDifferentialRandomShapes) {
   std::mt19937 rng(5);
   for (int it = 0; it < 24; ++it) {

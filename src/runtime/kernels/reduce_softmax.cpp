@@ -8,6 +8,7 @@
 #include <vector>
 #include <algorithm>
 
+#include "runtime/kernels/avx512_math.h"
 #include "runtime/kernels/util.h"
 
 namespace t2o {
@@ -137,13 +138,77 @@ KernelFactory softmax_factory(SoftKind kind) {
   return [kind](const KernelInfo& info) { return std::make_unique<SoftmaxKernel>(info, kind); };
 }
 
+// exp(v - m), 0 where v - m < -87 (exp_vec's rule).
+T2O_AVX512 inline __m512 exp_shifted512(__m512 v, __m512 m) {
+  __m512 d = _mm512_sub_ps(v, m);
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(d, _mm512_set1_ps(-87.0f), _CMP_GE_OQ), exp512(d));
+}
+// e * inv, 0 where that falls below float's normal range (flush_tiny's rule).
+T2O_AVX512 inline __m512 scale_flushed512(__m512 e, __m512 inv) {
+  __m512 p = _mm512_mul_ps(e, inv);
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(p, _mm512_set1_ps(std::numeric_limits<float>::min()), _CMP_GE_OQ), p);
+}
+
+// One row by AVX-512, with exp_vec's rules (0 below -87, probabilities below float's normal
+// range 0; -inf, a masked score, gives 0). Returns false, having written nothing, when the row
+// holds NaN or +inf, or nothing but -inf: the careful code handles those.
+T2O_AVX512 bool softmax_row_avx512(SoftKind kind, const float* x, float* y, int64_t n) {
+  const __m512 finite = _mm512_set1_ps(std::numeric_limits<float>::max());
+  __m512 mv = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __mmask16 ok = 0xFFFF;
+  const int64_t full = n / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
+  for (int64_t j = 0; j < full; j += 16) {
+    __m512 v = _mm512_loadu_ps(x + j);
+    ok &= _mm512_cmp_ps_mask(v, finite, _CMP_LE_OQ);  // false for NaN and +inf (-inf is a mask)
+    mv = _mm512_max_ps(mv, v);
+  }
+  if (tail) {
+    __m512 v = _mm512_maskz_loadu_ps(tail, x + full);
+    ok &= static_cast<__mmask16>(_mm512_cmp_ps_mask(v, finite, _CMP_LE_OQ) | ~tail);
+    mv = _mm512_mask_max_ps(mv, tail, mv, v);
+  }
+  if (ok != 0xFFFF) return false;
+  const float m = _mm512_reduce_max_ps(mv);
+  if (m == -std::numeric_limits<float>::infinity()) return false;  // nothing but -inf
+  const __m512 mm = _mm512_set1_ps(m);
+  __m512 sv = _mm512_setzero_ps();
+  for (int64_t j = 0; j < full; j += 16) {
+    __m512 e = exp_shifted512(_mm512_loadu_ps(x + j), mm);
+    _mm512_storeu_ps(y + j, e);
+    sv = _mm512_add_ps(sv, e);
+  }
+  if (tail) {
+    __m512 e = _mm512_maskz_mov_ps(tail, exp_shifted512(_mm512_maskz_loadu_ps(tail, x + full), mm));
+    _mm512_mask_storeu_ps(y + full, tail, e);
+    sv = _mm512_add_ps(sv, e);
+  }
+  const float s = _mm512_reduce_add_ps(sv);
+  if (kind == SoftKind::Softmax) {
+    const __m512 inv = _mm512_set1_ps(1.0f / s);
+    for (int64_t j = 0; j < full; j += 16) _mm512_storeu_ps(y + j, scale_flushed512(_mm512_loadu_ps(y + j), inv));
+    if (tail) _mm512_mask_storeu_ps(y + full, tail, scale_flushed512(_mm512_maskz_loadu_ps(tail, y + full), inv));
+  } else {
+    // (x - m) - log(s): x - m loses nothing near the max, where x - (m + log(s)) would lose m's
+    // low bits.
+    const __m512 ls = _mm512_set1_ps(std::log(s));
+    for (int64_t j = 0; j < full; j += 16)
+      _mm512_storeu_ps(y + j, _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), mm), ls));
+    if (tail)
+      _mm512_mask_storeu_ps(y + full, tail, _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + full), mm), ls));
+  }
+  return true;
+}
+
 }  // namespace
 
 void softmax_rows_fast(SoftKind kind, const float* x, float* y, int64_t rows, int64_t n, int threads) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
   parallel_for(rows, threads, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const float* xp = x + r * n;
       float* yp = y + r * n;
+      if (avx512 && n > 0 && softmax_row_avx512(kind, xp, yp, n)) continue;
       float mp[8];
       for (float& v : mp) v = xp[0];
       int64_t q = 0;
@@ -169,8 +234,8 @@ void softmax_rows_fast(SoftKind kind, const float* x, float* y, int64_t rows, in
         float inv = 1.0f / s;
         for (int64_t i = 0; i < n; ++i) yp[i] = flush_tiny(yp[i] * inv);
       } else {
-        float ls = std::log(s) + m;
-        for (int64_t i = 0; i < n; ++i) yp[i] = xp[i] - ls;
+        float ls = std::log(s);
+        for (int64_t i = 0; i < n; ++i) yp[i] = (xp[i] - m) - ls;
       }
     }
   });
@@ -206,9 +271,10 @@ void softmax_strided_fast(SoftKind kind, const float* x, float* y, int64_t outer
         for (int64_t j = 0; j < n; ++j)
           for (int64_t i = 0; i < inner; ++i) yo[j * inner + i] = flush_tiny(yo[j * inner + i] * s[static_cast<size_t>(i)]);
       } else {
-        for (int64_t i = 0; i < inner; ++i) s[static_cast<size_t>(i)] = std::log(s[static_cast<size_t>(i)]) + m[static_cast<size_t>(i)];
+        for (float& v : s) v = std::log(v);
         for (int64_t j = 0; j < n; ++j)
-          for (int64_t i = 0; i < inner; ++i) yo[j * inner + i] = xo[j * inner + i] - s[static_cast<size_t>(i)];
+          for (int64_t i = 0; i < inner; ++i)
+            yo[j * inner + i] = (xo[j * inner + i] - m[static_cast<size_t>(i)]) - s[static_cast<size_t>(i)];
       }
     }
   });

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/kernels/avx512_math.h"
 #include "runtime/kernels/matmul_util.h"
 
 namespace t2o::kern {
@@ -65,7 +66,6 @@ Tensor pack_panels(const float* r, int64_t G, int64_t H) {
 
 // ---- AVX-512 pieces -------------------------------------------------------------------------
 
-#define T2O_AVX512 __attribute__((target("avx512f")))
 // GCC 12's AVX-512 min/max/roundscale intrinsics pass an uninitialised "undefined" vector that
 // its own warnings then report once inlined.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -74,22 +74,6 @@ Tensor pack_panels(const float* r, int64_t G, int64_t H) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-// exp by range reduction to |r| <= ln2/2 and a degree-7 polynomial (relative error ~1e-7).
-T2O_AVX512 inline __m512 exp512(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.0f)), _mm512_set1_ps(88.0f));
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
 // 1 / d for d >= 1: the 14-bit estimate and one Newton step (about an ulp, a fifth of a divide's
 // cost).
 T2O_AVX512 inline __m512 recip512(__m512 d) {
@@ -255,7 +239,6 @@ T2O_AVX512 void rnn_units(const UnitBlock& u, RnnFastSpec::Act act) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
-#undef T2O_AVX512
 
 }  // namespace
 
