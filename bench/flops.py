@@ -32,7 +32,8 @@ def main(model_path, input_path):
     for d, n in zip(first.dim, x.shape):
         d.ClearField("dim_param")
         d.dim_value = n
-    model = shape_inference.infer_shapes(model)
+    # Data propagation follows Shape -> Gather -> Concat -> Reshape chains (a decoder's heads).
+    model = shape_inference.infer_shapes(model, data_prop=True)
     shapes = {}
     for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
         s = dims_of(vi)
