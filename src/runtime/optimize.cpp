@@ -78,8 +78,7 @@ class Fuser {
     std::map<size_t, Node> replace;  // position of the chain's last node -> fused node
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& conv = g_.nodes[i];
-      // Int8Conv takes the element-wise post-ops (not a residual sum: its output is a reorder away
-      // from where oneDNN writes it).
+      // Int8Conv takes the element-wise post-ops and a float residual sum (as its input 8).
       // (Not one whose output is quantized already: its readers see integers.)
       const bool int8 = conv.op_type == "Int8Conv" && conv.domain == kInternalDomain && !conv.has_attr("post_ops") &&
                         !conv.has_input(6);
@@ -93,7 +92,7 @@ class Fuser {
       std::string residual, cur = conv.outputs[0];
       while (true) {
         std::vector<size_t> next;
-        std::optional<PostOp> op = match(cur, residual.empty() && !int8, next, residual);
+        std::optional<PostOp> op = match(cur, residual.empty(), next, residual);
         if (!op) break;
         ops.push_back(*op);
         for (size_t j : next) chain.push_back(j);
@@ -108,7 +107,10 @@ class Fuser {
       f.attributes = conv.attributes;
       f.inputs = conv.inputs;
       if (!int8) f.inputs.resize(3);
-      if (!residual.empty()) f.inputs.push_back(residual);
+      if (!residual.empty()) {
+        if (int8) f.inputs.resize(8);  // R is Int8Conv's input 8
+        f.inputs.push_back(residual);
+      }
       f.outputs = {cur};
       std::vector<std::string> kinds;
       std::vector<float> alphas, betas;
@@ -878,11 +880,11 @@ int qlinear_conv_to_int8(Model& m) {
   return count;
 }
 
-// A float activation that only Int8Convs read (as X), written by an Int8Conv, stays channels-last:
-// when the readers all quantize it with the same scale and zero point, the writer stores it
-// quantized (its inputs 6 and 7 are theirs; readers get src_quantized, the value is renamed
-// "<name>#quantized"), else as float NHWC ("<name>#nhwc", dst_nhwc / src_nhwc), which the
-// readers quantize without a transpose.
+// A float activation that only Int8Convs read (as X, or as the residual R), written by an
+// Int8Conv, stays channels-last: when the readers all take it as X and quantize it with the same
+// scale and zero point, the writer stores it quantized (its inputs 6 and 7 are theirs; readers get
+// src_quantized, the value is renamed "<name>#quantized"), else as float NHWC ("<name>#nhwc",
+// dst_nhwc / src_nhwc / res_nhwc), which the readers quantize, or add, without a transpose.
 int int8_channels_last(Model& m) {
   Graph& g = m.graph;
   std::map<std::string, const Tensor*> consts = constants_of(g);
@@ -908,20 +910,27 @@ int int8_channels_last(Model& m) {
     auto it = readers.find(p.outputs[0]);
     if (it == readers.end()) continue;
     bool only_convs = std::all_of(it->second.begin(), it->second.end(), [&](const std::pair<size_t, size_t>& r) {
-      return r.second == 0 && int8_conv(g.nodes[r.first]);
+      return (r.second == 0 || r.second == 8) && int8_conv(g.nodes[r.first]);
     });
     if (!only_convs) continue;
+    const bool as_residual = std::any_of(it->second.begin(), it->second.end(),
+                                         [](const std::pair<size_t, size_t>& r) { return r.second == 8; });
+    // A residual reader adds the float value: nothing quantized then.
+    if (as_residual && p.has_input(6)) continue;
     // A writer that quantizes its output already (a QLinearConv) has readers that take it as it
     // is: only the layout changes. Otherwise readers that all quantize with one scale and zero
     // point get the quantized value itself.
     const bool written_quantized = p.has_input(6);
     const Node& first = g.nodes[it->second[0].first];
     bool readers_quantized = true;
-    for (const auto& r : it->second) readers_quantized = readers_quantized && g.nodes[r.first].attr_int("src_quantized", 0);
+    for (const auto& r : it->second)
+      readers_quantized = readers_quantized && r.second == 0 && g.nodes[r.first].attr_int("src_quantized", 0);
     if (written_quantized != readers_quantized) continue;
     const Tensor* s0 = first.has_input(4) ? constant(first.inputs[4]) : nullptr;
     const Tensor* z0 = first.has_input(5) ? constant(first.inputs[5]) : nullptr;
-    bool same_q = s0 && z0;
+    // A writer with a residual sum stores float: oneDNN's sum reads what the output holds, in
+    // the output's type.
+    bool same_q = s0 && z0 && !as_residual && !p.has_input(8);
     for (const auto& r : it->second) {
       const Node& n = g.nodes[r.first];
       const Tensor* s1 = n.has_input(4) ? constant(n.inputs[4]) : nullptr;
@@ -943,7 +952,7 @@ int int8_channels_last(Model& m) {
     p.set_attr(Attribute::make_int("dst_nhwc", 1));
     for (const auto& [k, j] : it->second) {
       g.nodes[k].inputs[j] = nv;
-      g.nodes[k].set_attr(Attribute::make_int("src_nhwc", 1));
+      g.nodes[k].set_attr(Attribute::make_int(j == 8 ? "res_nhwc" : "src_nhwc", 1));
       if (same_q) g.nodes[k].set_attr(Attribute::make_int("src_quantized", 1));
     }
     ++count;

@@ -14,11 +14,12 @@
 // Gemm (QuantizeLinear -> DequantizeLinear on A, DequantizeLinear of constant int8 weights with
 // zero point 0); and
 //   ai.torch2onnx.internal::Int8Conv(X, Wq, Ws, [B], x_scale, [x_zero_point], [y_scale, y_zero_point])
-// for a static QDQ 2-d Conv (VNNI only), which later takes the element-wise post-ops below
-// (not the residual sum). The quantizing nodes go when nothing else reads them. An activation
-// written by an Int8Conv and read only by Int8Convs stays channels-last: quantized 8-bit when
-// the readers share one scale and zero point (the writer's y_scale / y_zero_point, the readers'
-// src_quantized), else float (dst_nhwc / src_nhwc); renamed "<name>#quantized" / "<name>#nhwc".
+// for a static QDQ 2-d Conv (VNNI only), which later takes the post-ops below, a residual sum's
+// R as its input 8 (float). The quantizing nodes go when nothing else reads them. An activation
+// written by an Int8Conv and read only by Int8Convs (as X or as R) stays channels-last:
+// quantized 8-bit when every reader takes it as X with one scale and zero point (the writer's
+// y_scale / y_zero_point, the readers' src_quantized), else float (dst_nhwc / src_nhwc, res_nhwc
+// for R); renamed "<name>#quantized" / "<name>#nhwc".
 //
 // DequantizeLinear nodes whose inputs are all initializers (int8 weights of QDQ models) are
 // replaced by the float initializers they compute, so the ops reading them see constant weights.

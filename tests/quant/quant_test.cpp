@@ -790,6 +790,62 @@ TEST(QuantRuntime, Int8ConvFloatChannelsLastEdge) {
   }
 }
 
+// A residual block in QDQ: the Add (and the Relu after it) fuse into the second int8 conv as a
+// sum post-op reading the block's input channels-last; an Add of a bias-like constant that
+// broadcasts takes the conv's own loops. Outputs agree with the graph as written, fast and not.
+TEST(QuantRuntime, Int8ConvTakesTheResidualAdd) {
+  if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: static QDQ products stay float products";
+  std::mt19937 g(14);
+  ModelBuilder b;
+  b.input("x", {2, 8, 9, 9});
+  std::uniform_int_distribution<int> u(-127, 127);
+  auto int8_weight = [&](const Dims& d) {
+    Tensor w(DType::Int8, d);
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(u(g));
+    return w;
+  };
+  Tensor z(DType::UInt8, {});
+  z.data<uint8_t>()[0] = 128;
+  b.init("s0", Tensor::scalar<float>(0.02f)).init("s1", Tensor::scalar<float>(0.05f)).init("s2", Tensor::scalar<float>(0.1f));
+  b.init("z", z).init("wz", Tensor::scalar<int8_t>(0)).init("ws", Tensor::scalar<float>(0.004f));
+  b.init("wa", int8_weight({8, 8, 3, 3})).init("wb", int8_weight({8, 8, 3, 3})).init("wc", int8_weight({8, 8, 1, 1}));
+  b.init("shift", random_normal(g, {1, 8, 1, 1}));
+  std::vector<Attribute> pad{Attribute::make_ints("pads", {1, 1, 1, 1})};
+  b.node("QuantizeLinear", {"x", "s0", "z"}, {"xq"}).node("DequantizeLinear", {"xq", "s0", "z"}, {"xd"});
+  for (const char* w : {"wa", "wb", "wc"}) b.node("DequantizeLinear", {w, "ws", "wz"}, {std::string(w) + "_f"});
+  b.node("Conv", {"xd", "wa_f"}, {"a"}, pad).node("Relu", {"a"}, {"h"});
+  b.node("QuantizeLinear", {"h", "s1", "z"}, {"hq"}).node("DequantizeLinear", {"hq", "s1", "z"}, {"hd"});
+  b.node("Conv", {"hd", "wb_f"}, {"c"}, pad).node("Add", {"c", "h"}, {"sum"}).node("Relu", {"sum"}, {"y"});
+  b.node("QuantizeLinear", {"y", "s2", "z"}, {"yq"}).node("DequantizeLinear", {"yq", "s2", "z"}, {"yd"});
+  b.node("Conv", {"yd", "wc_f"}, {"e"}).node("Add", {"shift", "e"}, {"out"});
+  b.output("out", {});
+  Model rewritten = b.m;
+  optimize_for_runtime(rewritten);
+  EXPECT_EQ(count_op(rewritten, "Int8Conv"), 3);
+  EXPECT_EQ(count_op(rewritten, "Add"), 0);
+  EXPECT_EQ(count_op(rewritten, "Relu"), 0);
+  int residuals = 0, nhwc_residuals = 0;
+  for (const Node& n : rewritten.graph.nodes) {
+    residuals += n.has_input(8);
+    nhwc_residuals += n.attr_int("res_nhwc", 0) != 0;
+  }
+  EXPECT_EQ(residuals, 2);
+  EXPECT_EQ(nhwc_residuals, 1);
+  for (int rep = 0; rep < 3; ++rep) {
+    std::map<std::string, RValue> feeds{{"x", random_normal(g, {2, 8, 9, 9}, 1.5f)}};
+    auto want = run_ref(b.m, feeds);
+    Session fast(b.m);
+    auto got = fast.run(feeds);
+    auto own = run_ref(rewritten, feeds);
+    const Tensor& a = want.at("out").tensor;
+    for (const Tensor* c : {&got.at("out").tensor, &own.at("out").tensor}) {
+      ASSERT_EQ(a.dims(), c->dims());
+      int64_t close = count_close(a, *c, 1e-4);
+      EXPECT_GE(close, a.numel() - a.numel() / 100);
+    }
+  }
+}
+
 // The vectorized quantization the int8 kernels use gives QuantizeLinear's values bit for bit:
 // halves to even, saturation both ways, NaN to the zero point, infinities, tails past 16 lanes.
 TEST(QuantRuntime, QuantizeBytesMatchesQuantizeLinear) {

@@ -91,29 +91,6 @@ Geom probe_geom(const Node& node, const WindowAttrs& a, const Dims& k) {
   return kern::forward_geom(node, a, in, k);
 }
 
-// Plain form of the post-ops over a finished f32 conv output `c` (in place when it can); the
-// result's dims broadcast with the residual's, as the unfused Add would.
-// `first`: post-ops before it were already applied.
-Tensor apply_post_ops_ref(const KernelContext& ctx, const std::vector<kern::ConvPostOp>& post, Tensor c,
-                          const Tensor* residual, size_t first = 0) {
-  size_t i = first;
-  for (; i < post.size() && post[i].kind != kern::ConvPostOp::Kind::Sum; ++i) {
-    float* p = c.data<float>();
-    for (int64_t j = 0; j < c.numel(); ++j) p[j] = post[i].apply(p[j]);
-  }
-  if (i == post.size()) return c;
-  if (!residual || residual->dtype() != DType::Float) ctx.fail("the residual input must be f32");
-  Dims od = kern::broadcast_dims(ctx, c.dims(), residual->dims());
-  Tensor sum = od == c.dims() ? c : Tensor(DType::Float, od);
-  Dims sa = kern::broadcast_strides(c.dims(), od), sr = kern::broadcast_strides(residual->dims(), od);
-  const float *pa = c.data<float>(), *pr = residual->data<float>();
-  float* po = sum.data<float>();
-  kern::for_each_broadcast(od, {sa, sr}, [&](int64_t j, const int64_t* off) { po[j] = pa[off[0]] + pr[off[1]]; });
-  for (++i; i < post.size(); ++i)
-    for (int64_t j = 0; j < sum.numel(); ++j) po[j] = post[i].apply(po[j]);
-  return sum;
-}
-
 // A blocked activation as plain NCHW with `c` channels (for the reference path).
 Tensor plain_of(const Tensor& t, int64_t blk, int64_t c) {
   if (!blk) return t;
@@ -202,7 +179,7 @@ class ConvKernel : public OpKernel {
     if (!post_.empty()) {
       if (x.dtype() != DType::Float) ctx.fail("fused post-ops need f32, got " + std::string(dtype_name(x.dtype())));
       Tensor rp = r && res_blk_ ? plain_of(*r, res_blk_, s.m) : Tensor();
-      yp = apply_post_ops_ref(ctx, post_, yp, r && res_blk_ ? &rp : r, head_ran ? head_len() : 0);
+      yp = kern::apply_post_ops_ref(ctx, post_, yp, r && res_blk_ ? &rp : r, head_ran ? head_len() : 0);
     }
     if (dst_blk_) {
       kern::to_blocked(yp, ctx.allocate_output_uninit(0, DType::Float, kern::blocked_dims(yp.dims(), dst_blk_)));

@@ -200,6 +200,29 @@ void to_blocked(const Tensor& plain, Tensor& blocked) {
   stream().wait();
 }
 
+// Plain form of the post-ops over a finished f32 conv output `c` (in place when it can); the
+// result's dims broadcast with the residual's, as the unfused Add would.
+// `first`: post-ops before it were already applied.
+Tensor apply_post_ops_ref(const KernelContext& ctx, const std::vector<ConvPostOp>& post, Tensor c, const Tensor* residual,
+                          size_t first) {
+  size_t i = first;
+  for (; i < post.size() && post[i].kind != ConvPostOp::Kind::Sum; ++i) {
+    float* p = c.data<float>();
+    for (int64_t j = 0; j < c.numel(); ++j) p[j] = post[i].apply(p[j]);
+  }
+  if (i == post.size()) return c;
+  if (!residual || residual->dtype() != DType::Float) ctx.fail("the residual input must be f32");
+  Dims od = broadcast_dims(ctx, c.dims(), residual->dims());
+  Tensor sum = od == c.dims() ? c : Tensor(DType::Float, od);
+  Dims sa = broadcast_strides(c.dims(), od), sr = broadcast_strides(residual->dims(), od);
+  const float *pa = c.data<float>(), *pr = residual->data<float>();
+  float* po = sum.data<float>();
+  for_each_broadcast(od, {sa, sr}, [&](int64_t j, const int64_t* off) { po[j] = pa[off[0]] + pr[off[1]]; });
+  for (++i; i < post.size(); ++i)
+    for (int64_t j = 0; j < sum.numel(); ++j) po[j] = post[i].apply(po[j]);
+  return sum;
+}
+
 std::vector<ConvPostOp> conv_post_ops(const Node& n) {
   using K = ConvPostOp::Kind;
   std::vector<std::string> kinds = n.attr_strings("post_ops");

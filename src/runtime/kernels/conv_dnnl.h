@@ -20,6 +20,10 @@ struct ConvPostOp {
 // FusedConv's or Int8Conv's post-ops from their attributes (see runtime/optimize.h); empty for a
 // plain Conv. Throws Error naming the node on malformed attributes.
 std::vector<ConvPostOp> conv_post_ops(const Node& n);
+// Plain form of the post-ops from `first` on over a finished f32 conv output `c` (in place when it
+// can); at a Sum the result broadcasts with `residual`, as the unfused Add would.
+Tensor apply_post_ops_ref(const KernelContext& ctx, const std::vector<ConvPostOp>& post, Tensor c, const Tensor* residual,
+                          size_t first = 0);
 
 // Channel-blocked activations, oneDNN's nChw16c (AVX-512) or nChw8c: a 2-d conv output kept in
 // the layout the next conv reads, so no reorder runs between them. Physical dims are

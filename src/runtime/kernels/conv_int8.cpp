@@ -2,7 +2,8 @@
 // (QuantizeLinear -> DequantizeLinear on the activation, DequantizeLinear of constant int8 weights
 // with zero point 0, float bias) computed in int8:
 //   Int8Conv(X, Wq, Ws, [B], x_scale, [x_zero_point])  with Conv's attributes, and optionally
-//   FusedConv's element-wise post-ops (post_ops / post_alpha / post_beta; no residual sum)
+//   FusedConv's post-ops (post_ops / post_alpha / post_beta); a "Sum" among them adds input 8,
+//   R (float, Y's dims), there: a residual connection (res_nhwc: R is channels-last)
 // Attributes set by the runtime's rewrites: src_nhwc / dst_nhwc (X / Y are channels-last,
 // [N, H, W, C], else NCHW); src_quantized (X is already the 8-bit activation, of x_zero_point's
 // type). Inputs 6 and 7, y_scale / y_zero_point, make Y quantized (QuantizeLinear of the float
@@ -49,9 +50,12 @@ class Int8ConvKernel : public OpKernel {
     src_nhwc_ = n.attr_int("src_nhwc", 0) != 0;
     dst_nhwc_ = n.attr_int("dst_nhwc", 0) != 0;
     src_quantized_ = n.attr_int("src_quantized", 0) != 0;
+    res_nhwc_ = n.attr_int("res_nhwc", 0) != 0;
     post_ = conv_post_ops(n);
-    for (const ConvPostOp& p : post_)
-      if (p.kind == ConvPostOp::Kind::Sum) return;
+    int sums = 0;
+    for (const ConvPostOp& p : post_) sums += p.kind == ConvPostOp::Kind::Sum;
+    residual_ = sums == 1;
+    if (sums > 1 || residual_ != n.has_input(8)) return;
     const Tensor* w = info.constant_input(1);
     const Tensor* ws = info.constant_input(2);
     std::optional<QuantParam> x = constant_quant_param(info, 4);
@@ -70,7 +74,7 @@ class Int8ConvKernel : public OpKernel {
     }
     if (n.has_input(6)) {
       std::optional<QuantParam> yq = constant_quant_param(info, 6);
-      if (!yq) return;
+      if (!yq || residual_) return;
       y_quantized_ = true;
       y_ = *yq;
     }
@@ -81,7 +85,7 @@ class Int8ConvKernel : public OpKernel {
   void run(KernelContext& ctx) override {
     if (!valid_)
       ctx.fail("needs constant int8 4-D weights, their scales (1 or per output channel), a float bias, one activation "
-               "scale and element-wise post-ops only");
+               "scale, element-wise post-ops, and a float residual R (input 8) exactly when a Sum post-op adds it");
     const Tensor& X = ctx.input(0);
     const DType xt = src_quantized_ ? (x_.is_signed ? DType::Int8 : DType::UInt8) : DType::Float;
     if (X.dtype() != xt || X.rank() != 4) ctx.fail("X must be a 4-D " + std::string(dtype_name(xt)) + " tensor");
@@ -91,8 +95,30 @@ class Int8ConvKernel : public OpKernel {
     Geom g = forward_geom(node_, attrs_, {H, W}, {wq_.dim(2), wq_.dim(3)});
     const int64_t OH = g.out[0], OW = g.out[1];
     const DType yt = y_quantized_ ? (y_.is_signed ? DType::Int8 : DType::UInt8) : DType::Float;
-    Tensor& Y = ctx.allocate_output_uninit(0, yt, dst_nhwc_ ? Dims{N, OH, OW, M_} : Dims{N, M_, OH, OW});
+    const Dims ydims = dst_nhwc_ ? Dims{N, OH, OW, M_} : Dims{N, M_, OH, OW};
+    const Tensor* R = residual_ ? &ctx.input(8) : nullptr;
+    if (R && R->dtype() != DType::Float) ctx.fail("the residual R must be float");
+    if (R && R->dims() != (res_nhwc_ ? Dims{N, OH, OW, M_} : Dims{N, M_, OH, OW})) {
+      // The Add broadcasts (a bias-like R): the conv and the post-ops before the sum here, the
+      // rest as the unfused nodes would. The layout rewrites only pair equal dims.
+      if (res_nhwc_ || dst_nhwc_) ctx.fail("a channels-last residual must have the output's dims");
+      size_t sum = 0;
+      while (post_[sum].kind != ConvPostOp::Kind::Sum) ++sum;
+      Tensor c(DType::Float, {N, M_, OH, OW});
+      run_into(ctx, X, g, c.raw(), nullptr, sum);
+      ctx.set_output(0, RValue(apply_post_ops_ref(ctx, post_, c, R, sum)));
+      return;
+    }
+    Tensor& Y = ctx.allocate_output_uninit(0, yt, ydims);
     if (Y.numel() == 0) return;
+    run_into(ctx, X, g, Y.raw(), R ? R->data<float>() : nullptr, post_.size());
+  }
+
+ private:
+  // The convolution and its first `npost` post-ops into y (Y's layout and type), R added at the
+  // Sum. Fewer than all post-ops run on the reference loops.
+  void run_into(KernelContext& ctx, const Tensor& X, const Geom& g, void* y, const float* r, size_t npost) {
+    const int64_t N = X.dim(0), C = X.dim(src_nhwc_ ? 3 : 1), H = X.dim(src_nhwc_ ? 1 : 2), W = X.dim(src_nhwc_ ? 2 : 3);
     // Quantized X, channels last (what oneDNN's int8 kernels read; the reference reads it too).
     std::unique_ptr<uint8_t[]> own;  // uninitialized: every byte is written
     const uint8_t* q = static_cast<const uint8_t*>(X.raw());
@@ -103,11 +129,10 @@ class Int8ConvKernel : public OpKernel {
       q = own.get();
     }
     // oneDNN divides by sizes while choosing kernels: empty inputs take the loops.
-    if (fast_ && X.numel() > 0 && dnnl_run(q, N, C, H, W, g, Y.raw())) return;
-    reference(q, N, C, H, W, g, Y.raw(), ctx.threads());
+    if (fast_ && npost == post_.size() && X.numel() > 0 && dnnl_run(q, N, C, H, W, g, y, r)) return;
+    reference(q, N, C, H, W, g, y, r, npost, ctx.threads());
   }
 
- private:
   struct Prim {
     dnnl::convolution_forward conv;
     memory::desc scratchpad, dst;
@@ -148,7 +173,7 @@ class Int8ConvKernel : public OpKernel {
 
   // Direct int32 convolution of (q - z) with Wq; padding is real zero, i.e. q = z.
   void reference(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, void* y,
-                 int threads) const {
+                 const float* r, size_t npost, int threads) const {
     const int64_t OH = g.out[0], OW = g.out[1], KH = wq_.dim(2), KW = wq_.dim(3);
     const int64_t Cg = C / group_, Mg = M_ / group_;
     const int8_t* w = wq_.data<int8_t>();
@@ -170,8 +195,10 @@ class Int8ConvKernel : public OpKernel {
               }
             }
             float v = static_cast<float>(acc) * scale_[static_cast<size_t>(m)] + bias_[static_cast<size_t>(m)];
-            for (const ConvPostOp& p : post_) v = p.apply(v);
-            int64_t at = dst_nhwc_ ? ((n * OH + oh) * OW + ow) * M_ + m : ((n * M_ + m) * OH + oh) * OW + ow;
+            const int64_t nhwc_at = ((n * OH + oh) * OW + ow) * M_ + m, nchw_at = ((n * M_ + m) * OH + oh) * OW + ow;
+            for (size_t k = 0; k < npost; ++k)
+              v = post_[k].kind == ConvPostOp::Kind::Sum ? v + r[res_nhwc_ ? nhwc_at : nchw_at] : post_[k].apply(v);
+            int64_t at = dst_nhwc_ ? nhwc_at : nchw_at;
             if (!y_quantized_) {
               static_cast<float*>(y)[at] = v;
             } else {
@@ -184,7 +211,10 @@ class Int8ConvKernel : public OpKernel {
     });
   }
 
-  bool dnnl_run(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, void* y) {
+  // `r`: the residual (a Sum post-op), in res_nhwc_'s layout; oneDNN's sum post-op adds what the
+  // destination holds, so R is copied there first.
+  bool dnnl_run(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, void* y,
+                const float* r) {
     try {
       std::lock_guard<std::mutex> lock(mu_);
       const int64_t OH = g.out[0], OW = g.out[1];
@@ -209,7 +239,8 @@ class Int8ConvKernel : public OpKernel {
         po.append_binary(dnnl::algorithm::binary_add, bias_md);
         for (const ConvPostOp& p : post_) {
           using K = ConvPostOp::Kind;
-          if (p.kind == K::Relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, p.alpha, 0.0f);
+          if (p.kind == K::Sum) po.append_sum(1.0f);
+          else if (p.kind == K::Relu) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, p.alpha, 0.0f);
           else if (p.kind == K::Clip) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, p.alpha, p.beta);
           else if (p.kind == K::Swish) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
           else if (p.kind == K::HardSwish) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
@@ -253,6 +284,10 @@ class Int8ConvKernel : public OpKernel {
                                             memory(bias_md, engine(), bias_.data())}};
       if (p.scratchpad.get_size()) args.emplace(DNNL_ARG_SCRATCHPAD, int8_dnnl::scratchpad(p.scratchpad, scratch_));
       dnnl::stream st(engine());
+      if (r) {
+        memory rm(memory::desc({N, M_, OH, OW}, dt::f32, res_nhwc_ ? tag::nhwc : tag::nchw), engine(), const_cast<float*>(r));
+        dnnl::reorder(rm, dm).execute(st, rm, dm);
+      }
       p.conv.execute(st, args);
       if (!direct) {
         memory ym(dst_nhwc_ ? memory::desc({N, M_, OH, OW}, ydt, tag::nhwc) : nchw, engine(), y);
@@ -267,7 +302,7 @@ class Int8ConvKernel : public OpKernel {
 
   Node node_;
   WindowAttrs attrs_;
-  bool valid_ = false, fast_ = false, src_nhwc_ = false, dst_nhwc_ = false;
+  bool valid_ = false, fast_ = false, src_nhwc_ = false, dst_nhwc_ = false, residual_ = false, res_nhwc_ = false;
   bool src_quantized_ = false, y_quantized_ = false;
   QuantParam y_;  // the output's, when it is quantized
   int64_t group_ = 1, M_ = 0;
