@@ -139,7 +139,7 @@ class Fuser {
       const Node& mm = g_.nodes[i];
       // An int8 product followed by the erf GELU takes it as its activation.
       if (!dead_[i] && mm.op_type == "Int8MatMul" && mm.domain == kInternalDomain && !mm.has_attr("activation") &&
-          mm.outputs.size() == 1) {
+          !mm.has_input(6) && mm.outputs.size() == 1) {
         if (auto g = match_gelu(mm.outputs[0])) {
           Node f = mm;
           f.outputs = {g_.nodes[g->back()].outputs[0]};
@@ -1046,10 +1046,55 @@ int float16_products_in_float32(Model& m) {
   return count;
 }
 
+// QLinearMatMul (QOperator models) with constant 2-D int8 weights of zero point 0 (their scale
+// one or per column) and constant scalar quantizations of A and Y becomes an Int8MatMul reading
+// and writing 8-bit values (src_quantized, y_scale / y_zero_point). VNNI only, as above.
+int qlinear_matmul_to_int8(Model& m) {
+  if (!kern::int8_products_exact()) return 0;
+  Graph& g = m.graph;
+  std::map<std::string, const Tensor*> consts = constants_of(g);
+  auto constant = [&](const Node& n, int k) -> const Tensor* {
+    if (!n.has_input(k)) return nullptr;
+    auto it = consts.find(n.inputs[static_cast<size_t>(k)]);
+    return it == consts.end() ? nullptr : it->second;
+  };
+  int count = 0;
+  for (Node& n : g.nodes) {
+    if (n.op_type != "QLinearMatMul" || !default_domain(n) || n.outputs.size() != 1 || n.inputs.size() != 8) continue;
+    const Tensor *w = constant(n, 3), *ws = constant(n, 4), *wz = constant(n, 5);
+    if (!w || !ws || !wz || w->dtype() != DType::Int8 || w->rank() != 2) continue;
+    if (ws->dtype() != DType::Float || ws->rank() > 1 || (ws->numel() != 1 && ws->numel() != w->dim(1))) continue;
+    bool zero = wz->dtype() == DType::Int8;
+    for (int64_t i = 0; zero && i < wz->numel(); ++i) zero = wz->as_int(i) == 0;
+    // What the kernel takes (constant_quant_param): a finite positive float scale, an 8-bit zero point.
+    bool scalars = true;
+    for (int k : {1, 6}) {
+      const Tensor *sc = constant(n, k), *zp = constant(n, k + 1);
+      scalars = scalars && sc && zp && sc->numel() == 1 && sc->dtype() == DType::Float &&
+                std::isfinite(sc->data<float>()[0]) && sc->data<float>()[0] > 0 && zp->numel() == 1 &&
+                (zp->dtype() == DType::UInt8 || zp->dtype() == DType::Int8);
+    }
+    if (!zero || !scalars) continue;
+    Node f;
+    f.name = n.name;
+    f.doc_string = n.doc_string;
+    f.op_type = "Int8MatMul";
+    f.domain = kInternalDomain;
+    f.set_attr(Attribute::make_int("src_quantized", 1));
+    f.inputs = {n.inputs[0], n.inputs[3], n.inputs[4], "", n.inputs[1], n.inputs[2], n.inputs[6], n.inputs[7]};
+    f.outputs = n.outputs;
+    n = std::move(f);
+    ++count;
+  }
+  if (count) import_internal_domain(m);
+  return count;
+}
+
 int optimize_for_runtime(Model& m) {
   int fused = float16_products_in_float32(m);
   fused += fold_constant_dequantize(m, true);
   fused += qlinear_conv_to_int8(m);
+  fused += qlinear_matmul_to_int8(m);
   fused += Int8MatMulFuser(m).run();
   fused += fold_constant_dequantize(m);
   fused += fuse_quant_dequant(m);

@@ -991,4 +991,62 @@ TEST(QuantRuntime, QLinearConvRunsAsInt8Conv) {
   }
 }
 
+// QLinearMatMul with constant int8 weights (zero point 0, a scale per column) runs as Int8MatMul
+// on 8-bit A and Y: within one step of the graph as written (y_scale divides the float result
+// where the op multiplies by a_scale * b_scale / y_scale), uint8 and int8 activations, batched A,
+// on oneDNN and on Int8MatMul's own loops. Weights with a zero point keep the op as it is.
+TEST(QuantRuntime, QLinearMatMulRunsAsInt8MatMul) {
+  if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: QLinearMatMul keeps its reference kernel";
+  std::mt19937 g(41);
+  std::uniform_int_distribution<int> u(-127, 127), ub(0, 255);
+  for (DType at : {DType::UInt8, DType::Int8}) {
+    ModelBuilder b;
+    b.input("a", {2, 7, 48}, at);
+    Tensor w(DType::Int8, {48, 24}), wz(DType::Int8, {24}), w2(DType::Int8, {24, 8});
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(u(g));
+    for (int64_t i = 0; i < w2.numel(); ++i) w2.data<int8_t>()[i] = static_cast<int8_t>(u(g));
+    auto zp = [&](int v) {
+      Tensor z(at, {});
+      if (at == DType::UInt8) z.data<uint8_t>()[0] = static_cast<uint8_t>(v);
+      else z.data<int8_t>()[0] = static_cast<int8_t>(v - 128);
+      return z;
+    };
+    b.init("as", Tensor::scalar<float>(0.05f)).init("az", zp(128)).init("ys", Tensor::scalar<float>(0.3f)).init("yz", zp(120));
+    b.init("w", w).init("ws", random_uniform(g, {24}, 0.002f, 0.006f)).init("wz", wz);
+    b.init("w2", w2).init("w2s", Tensor::scalar<float>(0.004f)).init("w2z", Tensor::scalar<int8_t>(3));
+    b.init("zs", Tensor::scalar<float>(0.2f)).init("zz", zp(100));
+    b.node("QLinearMatMul", {"a", "as", "az", "w", "ws", "wz", "ys", "yz"}, {"h"});
+    b.node("QLinearMatMul", {"h", "ys", "yz", "w2", "w2s", "w2z", "zs", "zz"}, {"y"});
+    b.output("h", {}, at).output("y", {}, at);
+    Model rewritten = b.m;
+    optimize_for_runtime(rewritten);
+    EXPECT_EQ(count_op(rewritten, "Int8MatMul"), 1);
+    EXPECT_EQ(count_op(rewritten, "QLinearMatMul"), 1) << "weights with a zero point stay";
+    Tensor x(at, {2, 7, 48});
+    for (int64_t i = 0; i < x.numel(); ++i) static_cast<uint8_t*>(x.raw())[i] = static_cast<uint8_t>(ub(g));
+    std::map<std::string, RValue> feeds{{"a", x}};
+    auto want = run_ref(b.m, feeds);
+    Session fast(b.m);
+    auto got = fast.run(feeds);
+    auto own = run_ref(rewritten, feeds);
+    const Tensor& a = want.at("h").tensor;
+    auto value = [&](const Tensor& t, int64_t i) {
+      return at == DType::UInt8 ? int(t.data<uint8_t>()[i]) : int(t.data<int8_t>()[i]);
+    };
+    for (const Tensor* c : {&got.at("h").tensor, &own.at("h").tensor}) {
+      ASSERT_EQ(a.dims(), c->dims());
+      ASSERT_EQ(c->dtype(), at);
+      int64_t off = 0, spread = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        int d = std::abs(value(a, i) - value(*c, i));
+        ASSERT_LE(d, 1) << i;
+        off += d;
+        spread += value(a, i) != value(a, 0);
+      }
+      EXPECT_LE(off, a.numel() / 50);
+      EXPECT_GT(spread, a.numel() / 2) << "the test values span the range";
+    }
+  }
+}
+
 }  // namespace

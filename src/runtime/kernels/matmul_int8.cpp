@@ -8,7 +8,11 @@
 // quantized with them; the product is then exact in int32 where the float graph rounds each sum.
 // Ws holds one scale, or one per output column; Wq's zero point is 0 (symmetric weights).
 // Attribute activation = "gelu": the erf GELU of the result (a rewrite after this one, see
-// runtime/optimize.h), to float rounding of the separate ops.
+// runtime/optimize.h), to float rounding of the separate ops. Attribute src_quantized: A is the
+// 8-bit activation already (x_zero_point's type). Inputs 6 and 7, y_scale / y_zero_point: Y is
+// QuantizeLinear of the float result (a QLinearMatMul: the float result divided by y_scale where
+// QLinearMatMul multiplies by a_scale * b_scale / y_scale, so a value on a rounding boundary may
+// land one step away).
 //
 // The fast path is oneDNN's u8/s8 x s8 matmul with the activation's zero point, per-column output
 // scales and the bias as a post-op, used on CPUs with VNNI (or AMX) only: without them oneDNN's
@@ -131,6 +135,14 @@ class Int8MatMulKernel : public OpKernel {
       static_ = true;
       x_ = *x;
     }
+    src_quantized_ = n.attr_int("src_quantized", 0) != 0;
+    if (src_quantized_ && !static_) return;
+    if (n.has_input(6)) {
+      std::optional<QuantParam> yq = constant_quant_param(info, 6);
+      if (!yq || gelu_) return;
+      y_quantized_ = true;
+      y_ = *yq;
+    }
     valid_ = true;
     fast_ = info.fast_paths && int8_products_exact();
     // Column sums of W: (a - z) . w = a . w - z * colsum(w), so the product runs without a zero point.
@@ -143,21 +155,35 @@ class Int8MatMulKernel : public OpKernel {
   void run(KernelContext& ctx) override {
     if (!valid_) ctx.fail("needs constant int8 2-D weights, their scales (1 or N), a float bias of N and one activation scale");
     const Tensor& A = ctx.input(0);
-    if (A.dtype() != DType::Float) ctx.fail("A must be float");
+    const DType at = src_quantized_ ? (x_.is_signed ? DType::Int8 : DType::UInt8) : DType::Float;
+    if (A.dtype() != at) ctx.fail("A must be " + std::string(dtype_name(at)));
     if (A.rank() < 1 || A.dim(-1) != K_)
       ctx.fail("A is " + dims_to_string(A.dims()) + ", the weights need " + std::to_string(K_) + " in its last dim");
     Dims od = A.dims();
     od.back() = N_;
+    if (y_quantized_) {
+      // The float result in a scratch tensor, then QuantizeLinear into Y.
+      Tensor f = Tensor::uninitialized(DType::Float, od);
+      if (f.numel() > 0) compute(ctx, A, f.data<float>(), f.numel() / N_);
+      Tensor& Y = ctx.allocate_output_uninit(0, y_.is_signed ? DType::Int8 : DType::UInt8, od);
+      if (Y.numel() > 0)
+        quantize_bytes(f.data<float>(), f.numel(), y_.scale, static_cast<float>(y_.zero), y_.lo(), y_.hi(),
+                       static_cast<uint8_t*>(Y.raw()), ctx.threads());
+      return;
+    }
     Tensor& Y = ctx.allocate_output_uninit(0, DType::Float, od);
     if (Y.numel() == 0) return;
-    const int64_t rows = A.numel() / K_;
-    float* y = Y.data<float>();
+    compute(ctx, A, Y.data<float>(), Y.numel() / N_);  // N_ > 0: Y is not empty
+  }
+
+ private:
+  // The float result of the product into y (`rows` rows of A, times N).
+  void compute(KernelContext& ctx, const Tensor& A, float* y, int64_t rows) {
     if (K_ == 0) {
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < N_; ++j) y[r * N_ + j] = bias_.empty() ? 0.0f : bias_[static_cast<size_t>(j)];
       return;
     }
-    const float* a = A.data<float>();
     float s;
     int32_t z;
     if (static_) {
@@ -166,34 +192,38 @@ class Int8MatMulKernel : public OpKernel {
     } else {
       // DynamicQuantizeLinear's parameters: the range of A widened to include 0.
       float mn = 0, mx = 0;
-      range_of(a, A.numel(), mn, mx);
+      range_of(A.data<float>(), A.numel(), mn, mx);
       s = (mx - mn) / 255.0f;
       z = s == 0 ? 0 : saturate_cast<uint8_t>(std::nearbyint((0 - mn) / s));
     }
     // Quantized A; a zero or non-finite scale leaves every value at the zero point (or NaN
     // quotients), which the reference arithmetic below handles as the ONNX ops do.
     const size_t count = static_cast<size_t>(A.numel());
-    std::unique_ptr<uint8_t[]> q(new uint8_t[count]);  // uninitialized: every byte is written
+    std::unique_ptr<uint8_t[]> own;
+    const uint8_t* q = static_cast<const uint8_t*>(A.raw());
     const bool finite = std::isfinite(s) && s != 0;
-    if (!finite && !static_) {
-      std::fill(q.get(), q.get() + count, static_cast<uint8_t>(z));
+    if (src_quantized_) {
+      // A is the quantized activation as it is.
+    } else if (!finite && !static_) {
+      own.reset(new uint8_t[count]);  // uninitialized: every byte is written
+      q = own.get();
+      const float* a = A.data<float>();
+      std::fill(own.get(), own.get() + count, static_cast<uint8_t>(z));
       if (s != 0)
         for (int64_t i = 0; i < A.numel(); ++i)
-          q[i] = saturate_cast<uint8_t>(std::nearbyint(a[i] / s) + static_cast<float>(z),
-                                                              static_cast<uint8_t>(z));
-    } else if (x_.is_signed) {
-      quantize_bytes(a, A.numel(), s, static_cast<float>(z), -128.0f, 127.0f, q.get(), ctx.threads());
+          own[i] = saturate_cast<uint8_t>(std::nearbyint(a[i] / s) + static_cast<float>(z), static_cast<uint8_t>(z));
     } else {
-      quantize_bytes(a, A.numel(), s, static_cast<float>(z), 0.0f, 255.0f, q.get(), ctx.threads());
+      own.reset(new uint8_t[count]);
+      q = own.get();
+      quantize_bytes(A.data<float>(), A.numel(), s, static_cast<float>(z), x_.lo(), x_.hi(), own.get(), ctx.threads());
     }
     // Output scale per column, computed as the graph's Mul(a_scale, Ws) does.
     std::vector<float> scale(static_cast<size_t>(N_));
     for (int64_t j = 0; j < N_; ++j) scale[static_cast<size_t>(j)] = s * ws_[static_cast<size_t>(j)];
-    if (fast_ && finite && dnnl_run(rows, q.get(), z, scale.data(), y, ctx.threads())) return;
-    reference(rows, q.get(), z, scale.data(), y);
+    if (fast_ && finite && dnnl_run(rows, q, z, scale.data(), y, ctx.threads())) return;
+    reference(rows, q, z, scale.data(), y);
   }
 
- private:
   struct Prim {
     dnnl::matmul prim;
     memory::desc scratchpad;
@@ -308,6 +338,8 @@ class Int8MatMulKernel : public OpKernel {
   }
 
   bool valid_ = false, fast_ = false, trans_b_ = false, static_ = false, gelu_ = false;
+  bool src_quantized_ = false, y_quantized_ = false;
+  QuantParam y_;  // the output's, when it is quantized
   int64_t K_ = 0, N_ = 0;
   Tensor wq_;
   std::vector<float> ws_, bias_;
