@@ -10,6 +10,7 @@
 
 #include "ir/graph.h"
 #include "runtime/kernels/conv_dnnl.h"
+#include "runtime/kernels/conv_winograd.h"
 #include "runtime/optimize.h"
 #include "runtime/session.h"
 #include "test_support.h"
@@ -294,6 +295,75 @@ TEST(RuntimeFusion, BlockedChainsMatchReference) {
     EXPECT_EQ(produces(g2, "m"), m_out || !blocked) << what;
     EXPECT_EQ(count_op(g2, "FromBlocked"), blocked && m_out ? 1 : 0) << what;
   }
+}
+
+// 3x3 stride-1 convolutions with 32 or more channels on maps of 12 x 12 outputs or more run as
+// Winograd F(2x2, 3x3) (runtime/kernels/conv_winograd.h): against the reference on odd and even
+// sizes, every pad combination of 0 and 1, channel counts that do not fill a block, with and
+// without bias, the post-op chains it takes (and one it leaves to the direct convolution), input,
+// residual and output plain or channel-blocked (a 1x1 conv before and after keeps them blocked).
+TEST(RuntimeFusion, WinogradMatchesReference) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "Winograd runs on AVX-512 only";
+  std::mt19937 g(29);
+  const Tail tails[] = {Tail::Relu, Tail::Leaky, Tail::Clip, Tail::AddRelu, Tail::AddFirst, Tail::AddClip,
+                        Tail::ReluAdd, Tail::HardSwish};
+  int expected = 0;
+  const uint64_t before = kern::WinogradConv::runs_so_far();
+  for (int iter = 0; iter < 32; ++iter) {
+    auto pick = [&](int lo, int hi) { return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(g)); };
+    const int64_t n = pick(1, 2), c = iter % 3 == 0 ? 36 : 32 * pick(1, 2), m = iter % 4 == 1 ? 40 : 16 * pick(2, 4);
+    const int64_t h = pick(11, 21), w = pick(11, 21);
+    const int64_t pt = pick(0, 1), pl = pick(0, 1), pb = pick(0, 1), pr = pick(0, 1);
+    const Tail tail = tails[iter % 8];
+    const bool blocked_in = iter % 2 == 1, blocked_out = iter % 5 < 2, bias = iter % 3 != 2;
+    const Dims yd{n, m, h + pt + pb - 2, w + pl + pr - 2};
+    Builder b;
+    b.input("x", {n, c, h, w});
+    b.init("w", random_uniform(g, {m, c, 3, 3}));
+    if (bias) b.init("bias", random_uniform(g, {m}));
+    std::string conv_in = "x";
+    if (blocked_in) {  // a 1x1 conv in front: the 3x3 conv reads a blocked activation
+      b.init("w0", random_uniform(g, {c, c, 1, 1}));
+      b.add(test::make_node("Conv", {"x", "w0"}, {"x0"}));
+      conv_in = "x0";
+    }
+    std::vector<std::string> ins{conv_in, "w"};
+    if (bias) ins.push_back("bias");
+    b.add(test::make_node("Conv", ins, {"c"}, {Attribute::make_ints("pads", {pt, pl, pb, pr})}));
+    if (uses_residual(tail)) {
+      b.input("r", yd);
+      if (blocked_in) {  // the residual blocked too: a conv's output
+        b.init("wr", random_uniform(g, {m, m, 1, 1}));
+        b.add(test::make_node("Conv", {"r", "wr"}, {"r0"}));
+      }
+    }
+    add_tail(b, tail);
+    if (uses_residual(tail) && blocked_in)
+      for (Node& node : b.m.graph.nodes)
+        for (std::string& in : node.inputs)
+          if (in == "r" && node.op_type == "Add") in = "r0";
+    std::string out = "out";
+    if (blocked_out) {  // a 1x1 conv after: the 3x3 conv writes a blocked activation
+      b.init("w2", random_uniform(g, {16, m, 1, 1}));
+      b.add(test::make_node("Conv", {"out", "w2"}, {"y"}));
+      out = "y";
+    }
+    b.output(out);
+    std::map<std::string, RValue> feeds{{"x", random_uniform(g, {n, c, h, w})}};
+    if (uses_residual(tail)) feeds["r"] = random_uniform(g, yd);
+    const std::string what = "iter " + std::to_string(iter) + " x " + dims_to_string({n, c, h, w}) + " m " +
+                             std::to_string(m) + " pads " + std::to_string(pt) + std::to_string(pl) +
+                             std::to_string(pb) + std::to_string(pr);
+    auto want = run(b.m, false, feeds, 1);
+    for (int threads : {1, 2}) {
+      auto got = run(b.m, true, feeds, threads);
+      expect_close_f32(want.at(out).tensor, got.at(out).tensor, what + " threads " + std::to_string(threads));
+    }
+    const bool takes = tail != Tail::HardSwish && ((yd[2] + 1) / 2) * ((yd[3] + 1) / 2) >= 36;
+    expected += takes ? 2 : 0;
+  }
+  EXPECT_GT(expected, 20);
+  EXPECT_EQ(kern::WinogradConv::runs_so_far() - before, static_cast<uint64_t>(expected));
 }
 
 }  // namespace

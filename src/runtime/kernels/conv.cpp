@@ -6,6 +6,7 @@
 
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/conv_ref.h"
+#include "runtime/kernels/conv_winograd.h"
 #include "runtime/kernels/util.h"
 #include "runtime/optimize.h"
 
@@ -119,6 +120,13 @@ class ConvKernel : public OpKernel {
     // A run-time bias is passed at each run; only the weight must be constant to prepack.
     const Tensor* b = info.node.has_input(2) ? info.constant_input(2) : nullptr;
     if (b && b->dtype() != DType::Float) b = nullptr;
+    // 3x3 convolutions with constant weights (and bias) may run as Winograd F(2x2, 3x3); its
+    // weights are made at the first run that takes it (not for maps too small to pay).
+    if (w && group_ == 1 && (!info.node.has_input(2) || b) && kern::channel_block() == 16 &&
+        kern::WinogradConv::qualifies(*w, b, post_)) {
+      const_w_ = *w;
+      if (b) const_b_ = *b;
+    }
     if (w && w->dtype() == DType::Float && w->rank() >= 3 && group_ >= 1 && w->dim(0) % group_ == 0) {
       try {
         dnnl_->prepack(*w, b, w->dim(1) * group_, probe_geom(info.node, attrs_, spatial(w->dims())));
@@ -144,9 +152,10 @@ class ConvKernel : public OpKernel {
     yd.insert(yd.end(), s.g.out.begin(), s.g.out.end());
     bool fast = dnnl_ && x.dtype() == DType::Float && w.dtype() == DType::Float && (!b || b->dtype() == DType::Float);
     Dims phys = dst_blk_ ? kern::blocked_dims(yd, dst_blk_) : yd;
+    const bool wino = fast && winograd_takes(x, w, s, yd, r);
     // A residual that dies here becomes the output: the sum post-op then reads it in place instead
     // of from a copy (oneDNN's sum adds what dst holds).
-    if (fast && r && r->dtype() == DType::Float && r->dims() == phys && res_blk_ == dst_blk_ && r->numel() > 0 &&
+    if (!wino && fast && r && r->dtype() == DType::Float && r->dims() == phys && res_blk_ == dst_blk_ && r->numel() > 0 &&
         ctx.input_reusable(3)) {
       Tensor yt = *r;
       ctx.set_output(0, RValue(yt));
@@ -155,6 +164,7 @@ class ConvKernel : public OpKernel {
     // Every element is written by the conv, so the output need not be zeroed first.
     Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), phys);
     if (y.numel() == 0 && post_.empty()) return;
+    if (wino && y.numel() > 0 && run_winograd(ctx, x, xd, s, yd, y, r)) return;
     if (fast && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) return;
     // Reference path: plain tensors in and out, converted when the neighbours are blocked.
     Tensor xp = plain_of(x, src_blk_, xd[1]);
@@ -195,7 +205,47 @@ class ConvKernel : public OpKernel {
   int64_t src_blk_, dst_blk_, res_blk_;
   std::unique_ptr<kern::DnnlConv> dnnl_;
   std::unique_ptr<kern::DnnlConv> head_;  // the conv and post-ops before the sum, built on demand
+  std::unique_ptr<kern::WinogradConv> wino_;  // made at the first run that takes it
+  std::once_flag wino_once_;
+  Tensor const_w_, const_b_;  // constant weights (and bias) of a conv that qualifies for Winograd
   std::once_flag head_once_;              // runs on several threads may reach it at once
+
+  // Whether this run goes to Winograd: its constant weights, a geometry it takes, activations
+  // blocked by 16 or plain, and a residual of the output's own dims.
+  bool winograd_takes(const Tensor& x, const Tensor& w, const ConvShape& s, const Dims& yd, const Tensor* r) const {
+    if (!const_w_.defined() || !w.same_storage(const_w_) || s.g.nsp != 2 || x.numel() == 0) return false;
+    if (src_blk_ == 8 || dst_blk_ == 8 || res_blk_ == 8) return false;
+    if (r && (r->dtype() != DType::Float || r->dims() != (res_blk_ ? kern::blocked_dims(yd, 16) : yd))) return false;
+    return kern::WinogradConv::takes(s.g.stride, s.g.dil, {s.g.pb[0], s.g.pb[1], s.g.pe[0], s.g.pe[1]}, s.g.out[0],
+                                     s.g.out[1]);
+  }
+
+  // Winograd over blocked activations: plain inputs, residual and output go through blocked
+  // copies. False when oneDNN refused (y is then rewritten by the other paths).
+  bool run_winograd(KernelContext& ctx, const Tensor& x, const Dims& xd, const ConvShape& s, const Dims& yd, Tensor& y,
+                    const Tensor* r) {
+    std::call_once(wino_once_, [this] {
+      wino_ = kern::WinogradConv::make(const_w_, const_b_.defined() ? &const_b_ : nullptr, post_);
+      // The direct convolution's packed weights go (packed again should a run need them).
+      if (wino_) dnnl_->drop_packed();
+    });
+    if (!wino_) return false;
+    Tensor xb = x, rb = r ? *r : Tensor(), yb = y;
+    if (!src_blk_) {
+      xb = Tensor::uninitialized(DType::Float, kern::blocked_dims(xd, 16));
+      kern::to_blocked(x, xb);
+    }
+    if (r && !res_blk_) {
+      rb = Tensor::uninitialized(DType::Float, kern::blocked_dims(yd, 16));
+      kern::to_blocked(*r, rb);
+    }
+    if (!dst_blk_) yb = Tensor::uninitialized(DType::Float, kern::blocked_dims(yd, 16));
+    if (!wino_->run(xb.data<float>(), xd[0], xd[2], xd[3], {s.g.pb[0], s.g.pb[1], s.g.pe[0], s.g.pe[1]},
+                    yb.data<float>(), yd[2], yd[3], r ? rb.data<float>() : nullptr, ctx.threads()))
+      return false;
+    if (!dst_blk_) kern::to_plain(yb, y);
+    return true;
+  }
 
   size_t head_len() const {
     size_t n = 0;

@@ -341,6 +341,11 @@ void DnnlConv::prepack(const Tensor& w, const Tensor* bias, int64_t channels, co
   }
 }
 
+void DnnlConv::drop_packed() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->packed.clear();
+}
+
 bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom& g, Tensor& y,
                    const Tensor* residual) {
   Impl& s = *impl_;

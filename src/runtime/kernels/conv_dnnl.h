@@ -57,6 +57,9 @@ class DnnlConv {
   // `residual` (same dims as y) is added before the post-ops that follow it.
   bool run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom& g, Tensor& y,
            const Tensor* residual = nullptr);
+  // Frees the packed copies of the constant weights (another path computes this conv); a later
+  // run packs again.
+  void drop_packed();
 
  private:
   struct Impl;
