@@ -1,14 +1,15 @@
 #include "runtime/kernels/conv_winograd.h"
 
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "runtime/kernels/avx512_math.h"
-#include <map>
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include "runtime/kernels/util.h"
 
 namespace t2o::kern {
@@ -251,55 +252,72 @@ bool WinogradConv::run(const float* x, int64_t N, int64_t H, int64_t W, const Di
   if (N <= 0 || OH <= 0 || OW <= 0 || OH != H + pt + pads[2] - 2 || OW != W + pl + pads[3] - 2) return false;
   const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, T = N * TH * TW;
   const int64_t Cb = s.Cp / kB, Mb = s.Mp / kB;
-  // Tiles per chunk: about 2 MB of transformed tiles and products, in chunks of equal size (a
-  // multiple of 16 rows), so that no product runs on a few leftover rows.
+  // Tiles per chunk: about 2 MB of transformed tiles and products per thread, in chunks of equal
+  // size. With several threads each takes whole chunks (transform, 16 products, transform back)
+  // with no barrier in between; the products then run on their thread alone, which scales better
+  // than splitting every product's few rows between the threads.
   const int64_t most = std::max<int64_t>(32, (int64_t{2} << 20) / (64 * (s.Cp + s.Mp)));
-  const int64_t chunks = (T + most - 1) / most;
-  const int64_t chunk = std::min(T, ((T + chunks - 1) / chunks + 15) / 16 * 16);
+  const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, (T + 15) / 16)));
+  int64_t chunks = (T + most - 1) / most;
+  chunks = (chunks + team - 1) / team * team;
+  const int64_t chunk = (T + chunks - 1) / chunks;
+  chunks = (T + chunk - 1) / chunk;
   std::lock_guard<std::mutex> lock(s.mu);
-  if (s.v.numel() < 16 * chunk * s.Cp) s.v = Tensor::uninitialized(DType::Float, {16 * chunk * s.Cp});
-  if (s.m.numel() < 16 * chunk * s.Mp) s.m = Tensor::uninitialized(DType::Float, {16 * chunk * s.Mp});
-  float* v = s.v.data<float>();
-  float* m = s.m.data<float>();
+  const int64_t vsize = 16 * chunk * s.Cp, msize = 16 * chunk * s.Mp;
+  if (s.v.numel() < team * vsize) s.v = Tensor::uninitialized(DType::Float, {team * vsize});
+  if (s.m.numel() < team * msize) s.m = Tensor::uninitialized(DType::Float, {team * msize});
   const __mmask16 tail = static_cast<__mmask16>(s.M % kB ? (1u << (s.M % kB)) - 1 : 0xFFFF);
-  dnnl::stream st(engine());
-  for (int64_t t0 = 0; t0 < T; t0 += chunk) {
-    const int64_t rows = std::min(chunk, T - t0);
-    parallel_for(rows * Cb, threads, 8, [&](int64_t b, int64_t e) {
-      for (int64_t it = b; it < e; ++it) {
-        const int64_t tl = it / Cb, cb = it % Cb, t = t0 + tl;
-        const int64_t n = t / (TH * TW), ty = t / TW % TH, tx = t % TW;
-        input_tile(x + (n * Cb + cb) * H * W * kB, H, W, 2 * ty - pt, 2 * tx - pl, v + tl * s.Cp + cb * kB,
-                   rows * s.Cp);
-      }
-    });
-    try {
-      Impl::Prim& p = s.prim(rows);
-      memory::desc a({rows, s.Cp}, memory::data_type::f32, memory::format_tag::ab);
-      memory::desc c({rows, s.Mp}, memory::data_type::f32, memory::format_tag::ab);
-      const memory::desc& sd = p.scratchpad;
-      void* sp = s.scratch.data();
-      size_t space = s.scratch.size();
-      memory scratch(sd, engine(), std::align(64, sd.get_size(), sp, space));
-      for (int64_t k = 0; k < 16; ++k)
-        p.mm.execute(st, {{DNNL_ARG_SRC, memory(a, engine(), v + k * rows * s.Cp)},
-                          {DNNL_ARG_WEIGHTS, s.packed[p.layout].second[static_cast<size_t>(k)]},
-                          {DNNL_ARG_DST, memory(c, engine(), m + k * rows * s.Mp)},
-                          {DNNL_ARG_SCRATCHPAD, scratch}});
-      st.wait();
-    } catch (const dnnl::error&) {
-      return false;
-    }
-    parallel_for(rows * Mb, threads, 8, [&](int64_t b, int64_t e) {
-      for (int64_t it = b; it < e; ++it) {
-        const int64_t tl = it / Mb, mb = it % Mb, t = t0 + tl;
-        const int64_t n = t / (TH * TW), ty = t / TW % TH, tx = t % TW;
-        const int64_t plane = (n * Mb + mb) * OH * OW * kB;
-        output_tile(m + tl * s.Mp + mb * kB, rows * s.Mp, y + plane, r ? r + plane : nullptr, OH, OW, 2 * ty, 2 * tx,
-                    s.bias.data() + mb * kB, s.post, mb == Mb - 1 ? tail : 0xFFFF);
-      }
-    });
+  Impl::Prim *full = nullptr, *last = nullptr;
+  try {
+    full = &s.prim(chunk);
+    last = &s.prim(T - (chunks - 1) * chunk);
+  } catch (const dnnl::error&) {
+    return false;
   }
+  const size_t per = (std::max(full->scratchpad.get_size(), last->scratchpad.get_size()) + 127) / 64 * 64;
+  if (s.scratch.size() < per * static_cast<size_t>(team)) s.scratch.resize(per * static_cast<size_t>(team));
+  // One chunk on one thread.
+  auto one_chunk = [&](int tid, int64_t c, dnnl::stream& st) {
+    const int64_t t0 = c * chunk, rows = std::min(chunk, T - t0);
+    float* v = s.v.data<float>() + tid * vsize;
+    float* m = s.m.data<float>() + tid * msize;
+    for (int64_t it = 0; it < rows * Cb; ++it) {
+      const int64_t tl = it / Cb, cb = it % Cb, t = t0 + tl;
+      const int64_t n = t / (TH * TW), ty = t / TW % TH, tx = t % TW;
+      input_tile(x + (n * Cb + cb) * H * W * kB, H, W, 2 * ty - pt, 2 * tx - pl, v + tl * s.Cp + cb * kB, rows * s.Cp);
+    }
+    Impl::Prim& p = rows == chunk ? *full : *last;
+    memory::desc a({rows, s.Cp}, memory::data_type::f32, memory::format_tag::ab);
+    memory::desc o({rows, s.Mp}, memory::data_type::f32, memory::format_tag::ab);
+    void* sp = s.scratch.data() + per * static_cast<size_t>(tid);
+    size_t space = per;
+    memory scratch(p.scratchpad, engine(), std::align(64, p.scratchpad.get_size(), sp, space));
+    for (int64_t k = 0; k < 16; ++k)
+      p.mm.execute(st, {{DNNL_ARG_SRC, memory(a, engine(), v + k * rows * s.Cp)},
+                        {DNNL_ARG_WEIGHTS, s.packed[p.layout].second[static_cast<size_t>(k)]},
+                        {DNNL_ARG_DST, memory(o, engine(), m + k * rows * s.Mp)},
+                        {DNNL_ARG_SCRATCHPAD, scratch}});
+    st.wait();
+    for (int64_t it = 0; it < rows * Mb; ++it) {
+      const int64_t tl = it / Mb, mb = it % Mb, t = t0 + tl;
+      const int64_t n = t / (TH * TW), ty = t / TW % TH, tx = t % TW;
+      const int64_t plane = (n * Mb + mb) * OH * OW * kB;
+      output_tile(m + tl * s.Mp + mb * kB, rows * s.Mp, y + plane, r ? r + plane : nullptr, OH, OW, 2 * ty, 2 * tx,
+                  s.bias.data() + mb * kB, s.post, mb == Mb - 1 ? tail : 0xFFFF);
+    }
+  };
+  std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(team)
+  {
+    const int tid = omp_get_thread_num();
+    try {
+      dnnl::stream st(engine());
+      for (int64_t c = tid; c < chunks; c += team) one_chunk(tid, c, st);
+    } catch (...) {
+      failed = true;
+    }
+  }
+  if (failed) return false;
   ++g_runs;
   return true;
 }
