@@ -819,23 +819,41 @@ int fuse_quant_dequant(Model& m) {
   return count;
 }
 
+// A node's constant inputs by position (initializers that are not graph inputs), and the checks
+// the QOperator rewrites share.
+class ConstantInputs {
+ public:
+  explicit ConstantInputs(const Graph& g) : consts_(constants_of(g)) {}
+  const Tensor* operator()(const Node& n, int k) const {
+    if (!n.has_input(k)) return nullptr;
+    auto it = consts_.find(n.inputs[static_cast<size_t>(k)]);
+    return it == consts_.end() ? nullptr : it->second;
+  }
+  // A scale at k (one finite float > 0) and an 8-bit zero point at k + 1, both constant: what
+  // the int8 kernels take (kern::constant_quant_param).
+  bool scalar_quant(const Node& n, int k) const {
+    const Tensor *s = (*this)(n, k), *z = (*this)(n, k + 1);
+    return s && z && s->numel() == 1 && s->dtype() == DType::Float && std::isfinite(s->data<float>()[0]) &&
+           s->data<float>()[0] > 0 && z->numel() == 1 && (z->dtype() == DType::UInt8 || z->dtype() == DType::Int8);
+  }
+  // int8 weight zero points, all 0.
+  static bool zero_int8(const Tensor& z) {
+    bool zero = z.dtype() == DType::Int8;
+    for (int64_t i = 0; zero && i < z.numel(); ++i) zero = z.as_int(i) == 0;
+    return zero;
+  }
+
+ private:
+  std::map<std::string, const Tensor*> consts_;
+};
+
 // QLinearConv (QOperator models) with int8 weights of zero point 0 and constant quantizations
 // becomes an Int8Conv reading and writing 8-bit NCHW (src_quantized, y_scale / y_zero_point);
 // its int32 bias B becomes the float B * x_scale * w_scale. VNNI only, as the QDQ rewrites.
 int qlinear_conv_to_int8(Model& m) {
   if (!kern::int8_products_exact()) return 0;
   Graph& g = m.graph;
-  std::map<std::string, const Tensor*> consts = constants_of(g);
-  auto constant = [&](const Node& n, int k) -> const Tensor* {
-    if (!n.has_input(k)) return nullptr;
-    auto it = consts.find(n.inputs[static_cast<size_t>(k)]);
-    return it == consts.end() ? nullptr : it->second;
-  };
-  auto scalar_q = [&](const Node& n, int k) {
-    const Tensor *s = constant(n, k), *z = constant(n, k + 1);
-    return s && z && s->numel() == 1 && s->dtype() == DType::Float && std::isfinite(s->data<float>()[0]) &&
-           s->data<float>()[0] > 0 && z->numel() == 1 && (z->dtype() == DType::UInt8 || z->dtype() == DType::Int8);
-  };
+  const ConstantInputs constant(g);
   std::vector<Initializer> added;
   std::set<std::string> names;
   for (const Initializer& i : g.initializers) names.insert(i.name);
@@ -844,12 +862,12 @@ int qlinear_conv_to_int8(Model& m) {
   for (Node& n : g.nodes) {
     if (n.op_type != "QLinearConv" || !default_domain(n) || n.outputs.size() != 1 || n.inputs.size() < 8) continue;
     const Tensor *w = constant(n, 3), *ws = constant(n, 4), *wz = constant(n, 5);
-    if (!w || !ws || !wz || w->dtype() != DType::Int8 || w->rank() != 4 || !scalar_q(n, 1) || !scalar_q(n, 6)) continue;
+    if (!w || !ws || !wz || w->dtype() != DType::Int8 || w->rank() != 4 || !constant.scalar_quant(n, 1) ||
+        !constant.scalar_quant(n, 6))
+      continue;
     const int64_t mo = w->dim(0);
     if (ws->dtype() != DType::Float || ws->rank() > 1 || (ws->numel() != 1 && ws->numel() != mo)) continue;
-    bool zero = wz->dtype() == DType::Int8;
-    for (int64_t i = 0; zero && i < wz->numel(); ++i) zero = wz->as_int(i) == 0;
-    if (!zero) continue;
+    if (!ConstantInputs::zero_int8(*wz)) continue;
     std::string bias;
     if (n.has_input(8)) {
       const Tensor* b = constant(n, 8);
@@ -1052,29 +1070,14 @@ int float16_products_in_float32(Model& m) {
 int qlinear_matmul_to_int8(Model& m) {
   if (!kern::int8_products_exact()) return 0;
   Graph& g = m.graph;
-  std::map<std::string, const Tensor*> consts = constants_of(g);
-  auto constant = [&](const Node& n, int k) -> const Tensor* {
-    if (!n.has_input(k)) return nullptr;
-    auto it = consts.find(n.inputs[static_cast<size_t>(k)]);
-    return it == consts.end() ? nullptr : it->second;
-  };
+  const ConstantInputs constant(g);
   int count = 0;
   for (Node& n : g.nodes) {
     if (n.op_type != "QLinearMatMul" || !default_domain(n) || n.outputs.size() != 1 || n.inputs.size() != 8) continue;
     const Tensor *w = constant(n, 3), *ws = constant(n, 4), *wz = constant(n, 5);
     if (!w || !ws || !wz || w->dtype() != DType::Int8 || w->rank() != 2) continue;
     if (ws->dtype() != DType::Float || ws->rank() > 1 || (ws->numel() != 1 && ws->numel() != w->dim(1))) continue;
-    bool zero = wz->dtype() == DType::Int8;
-    for (int64_t i = 0; zero && i < wz->numel(); ++i) zero = wz->as_int(i) == 0;
-    // What the kernel takes (constant_quant_param): a finite positive float scale, an 8-bit zero point.
-    bool scalars = true;
-    for (int k : {1, 6}) {
-      const Tensor *sc = constant(n, k), *zp = constant(n, k + 1);
-      scalars = scalars && sc && zp && sc->numel() == 1 && sc->dtype() == DType::Float &&
-                std::isfinite(sc->data<float>()[0]) && sc->data<float>()[0] > 0 && zp->numel() == 1 &&
-                (zp->dtype() == DType::UInt8 || zp->dtype() == DType::Int8);
-    }
-    if (!zero || !scalars) continue;
+    if (!ConstantInputs::zero_int8(*wz) || !constant.scalar_quant(n, 1) || !constant.scalar_quant(n, 6)) continue;
     Node f;
     f.name = n.name;
     f.doc_string = n.doc_string;

@@ -740,12 +740,10 @@ TEST(QuantRuntime, Int8ConvChainStaysChannelsLast) {
   }
 }
 
-// One conv output read by two int8 convs that quantize it differently: it stays float, channels-last.
-TEST(QuantRuntime, Int8ConvFloatChannelsLastEdge) {
-  if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: static QDQ products stay float products";
-  std::mt19937 g(13);
-  ModelBuilder b;
-  b.input("x", {1, 8, 9, 9});
+// The start of a small static QDQ conv net: x quantized with scale s0 and zero point 128 into
+// "xd", activation scales s1 and s2 (zero point z = 128), and random int8 weights wa, wb, wc
+// (scale 0.004, zero point 0) dequantized into wa_f, wb_f, wc_f.
+void qdq_conv_start(ModelBuilder& b, std::mt19937& g, const Dims& wa, const Dims& wb, const Dims& wc, float s2) {
   std::uniform_int_distribution<int> u(-127, 127);
   auto int8_weight = [&](const Dims& d) {
     Tensor w(DType::Int8, d);
@@ -754,12 +752,21 @@ TEST(QuantRuntime, Int8ConvFloatChannelsLastEdge) {
   };
   Tensor z(DType::UInt8, {});
   z.data<uint8_t>()[0] = 128;
-  b.init("s0", Tensor::scalar<float>(0.02f)).init("s1", Tensor::scalar<float>(0.05f)).init("s2", Tensor::scalar<float>(0.08f));
+  b.init("s0", Tensor::scalar<float>(0.02f)).init("s1", Tensor::scalar<float>(0.05f)).init("s2", Tensor::scalar<float>(s2));
   b.init("z", z).init("wz", Tensor::scalar<int8_t>(0)).init("ws", Tensor::scalar<float>(0.004f));
-  b.init("wa", int8_weight({16, 8, 3, 3})).init("wb", int8_weight({4, 16, 1, 1})).init("wc", int8_weight({4, 16, 3, 3}));
-  std::vector<Attribute> pad{Attribute::make_ints("pads", {1, 1, 1, 1})};
+  b.init("wa", int8_weight(wa)).init("wb", int8_weight(wb)).init("wc", int8_weight(wc));
   b.node("QuantizeLinear", {"x", "s0", "z"}, {"xq"}).node("DequantizeLinear", {"xq", "s0", "z"}, {"xd"});
   for (const char* w : {"wa", "wb", "wc"}) b.node("DequantizeLinear", {w, "ws", "wz"}, {std::string(w) + "_f"});
+}
+
+// One conv output read by two int8 convs that quantize it differently: it stays float, channels-last.
+TEST(QuantRuntime, Int8ConvFloatChannelsLastEdge) {
+  if (!kern::int8_products_exact()) GTEST_SKIP() << "no VNNI here: static QDQ products stay float products";
+  std::mt19937 g(13);
+  ModelBuilder b;
+  b.input("x", {1, 8, 9, 9});
+  qdq_conv_start(b, g, {16, 8, 3, 3}, {4, 16, 1, 1}, {4, 16, 3, 3}, 0.08f);
+  std::vector<Attribute> pad{Attribute::make_ints("pads", {1, 1, 1, 1})};
   b.node("Conv", {"xd", "wa_f"}, {"a"}, pad);
   b.node("QuantizeLinear", {"a", "s1", "z"}, {"aq1"}).node("DequantizeLinear", {"aq1", "s1", "z"}, {"ad1"});
   b.node("QuantizeLinear", {"a", "s2", "z"}, {"aq2"}).node("DequantizeLinear", {"aq2", "s2", "z"}, {"ad2"});
@@ -798,21 +805,9 @@ TEST(QuantRuntime, Int8ConvTakesTheResidualAdd) {
   std::mt19937 g(14);
   ModelBuilder b;
   b.input("x", {2, 8, 9, 9});
-  std::uniform_int_distribution<int> u(-127, 127);
-  auto int8_weight = [&](const Dims& d) {
-    Tensor w(DType::Int8, d);
-    for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(u(g));
-    return w;
-  };
-  Tensor z(DType::UInt8, {});
-  z.data<uint8_t>()[0] = 128;
-  b.init("s0", Tensor::scalar<float>(0.02f)).init("s1", Tensor::scalar<float>(0.05f)).init("s2", Tensor::scalar<float>(0.1f));
-  b.init("z", z).init("wz", Tensor::scalar<int8_t>(0)).init("ws", Tensor::scalar<float>(0.004f));
-  b.init("wa", int8_weight({8, 8, 3, 3})).init("wb", int8_weight({8, 8, 3, 3})).init("wc", int8_weight({8, 8, 1, 1}));
+  qdq_conv_start(b, g, {8, 8, 3, 3}, {8, 8, 3, 3}, {8, 8, 1, 1}, 0.1f);
   b.init("shift", random_normal(g, {1, 8, 1, 1}));
   std::vector<Attribute> pad{Attribute::make_ints("pads", {1, 1, 1, 1})};
-  b.node("QuantizeLinear", {"x", "s0", "z"}, {"xq"}).node("DequantizeLinear", {"xq", "s0", "z"}, {"xd"});
-  for (const char* w : {"wa", "wb", "wc"}) b.node("DequantizeLinear", {w, "ws", "wz"}, {std::string(w) + "_f"});
   b.node("Conv", {"xd", "wa_f"}, {"a"}, pad).node("Relu", {"a"}, {"h"});
   b.node("QuantizeLinear", {"h", "s1", "z"}, {"hq"}).node("DequantizeLinear", {"hq", "s1", "z"}, {"hd"});
   b.node("Conv", {"hd", "wb_f"}, {"c"}, pad).node("Add", {"c", "h"}, {"sum"}).node("Relu", {"sum"}, {"y"});
