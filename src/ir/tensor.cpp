@@ -161,13 +161,8 @@ Tensor Tensor::uninitialized_long_lived(DType dtype, Dims dims) {
   if (bytes < kMapAtLeast) return uninitialized(dtype, std::move(dims));
   std::shared_ptr<void> pages = map_bytes(bytes);
   if (!pages) return uninitialized(dtype, std::move(dims));
-  Tensor t;
-  t.dtype_ = dtype;
-  t.numel_ = numel_of(dims);
-  t.dims_ = std::move(dims);
-  t.storage_ = std::move(pages);
-  t.data_ = t.storage_.get();
-  return t;
+  void* data = pages.get();
+  return share(dtype, std::move(dims), std::move(pages), data);
 }
 
 Tensor Tensor::uninitialized(DType dtype, Dims dims) {

@@ -160,6 +160,16 @@ void collect_reads(const Graph& g, std::set<std::string>& reads) {
     if (!defined.count(o.name)) reads.insert(o.name);
 }
 
+// The outer names n's subgraphs (If/Loop/Scan bodies) read.
+std::set<std::string> subgraph_reads(const Node& n) {
+  std::set<std::string> reads;
+  for (const Attribute& a : n.attributes) {
+    if (a.g) collect_reads(*a.g, reads);
+    for (const auto& sg : a.graphs) collect_reads(*sg, reads);
+  }
+  return reads;
+}
+
 }  // namespace
 
 class NodeContext : public KernelContext {
@@ -319,12 +329,7 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
   if (opts_.release_packed_min_bytes > 0) {
     for (const Node& n : g.nodes) {
       for (const auto& in : n.inputs) ++readers[in];
-      std::set<std::string> reads;
-      for (const Attribute& a : n.attributes) {
-        if (a.g) collect_reads(*a.g, reads);
-        for (const auto& sg : a.graphs) collect_reads(*sg, reads);
-      }
-      for (const auto& r : reads) readers[r] += 2;
+      for (const auto& r : subgraph_reads(n)) readers[r] += 2;
     }
     for (const ValueInfo& o : g.outputs) readers[o.name] += 2;
   }
@@ -424,7 +429,7 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
       st.kernel->release_constant(static_cast<int>(k), placeholder);
       constants_[static_cast<size_t>(s)] = RValue(placeholder);
       released_[name] = {steps_.size(), static_cast<int>(k)};
-      if (opts_.on_release) opts_.on_release(name);
+      if (opts_.on_release) opts_.on_release(name, placeholder);
     }
     steps_.push_back(std::move(st));
   }
@@ -452,14 +457,9 @@ GraphExec::GraphExec(const Graph& g, const std::unordered_map<std::string, int64
     for (int s : steps_[i].in)
       if (s >= 0) last[static_cast<size_t>(s)] = static_cast<int>(i);
     // Values read inside subgraphs by name stay alive until this step.
-    for (const Attribute& a : steps_[i].node->attributes) {
-      std::set<std::string> reads;
-      if (a.g) collect_reads(*a.g, reads);
-      for (const auto& sg : a.graphs) collect_reads(*sg, reads);
-      for (const auto& r : reads) {
-        auto it = slots_.find(r);
-        if (it != slots_.end()) last[static_cast<size_t>(it->second)] = static_cast<int>(i);
-      }
+    for (const auto& r : subgraph_reads(*steps_[i].node)) {
+      auto it = slots_.find(r);
+      if (it != slots_.end()) last[static_cast<size_t>(it->second)] = static_cast<int>(i);
     }
   }
   std::set<int> keep(output_slots_.begin(), output_slots_.end());

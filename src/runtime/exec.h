@@ -16,10 +16,11 @@ struct ExecOptions {
   double time_limit_s = 0;  // a top-level run stops at the first node after this long (0: none)
   // Constants of at least this many bytes (0: none) whose one reader keeps a copy of its own
   // (packed weights, OpKernel::can_release_constant) are let go as soon as that reader is built,
-  // so the two copies never coexist for more than one weight. `on_release` is told the name, so
-  // that other holders (the graph's initializer) can let go too. The top-level graph only.
+  // so the two copies never coexist for more than one weight. `on_release` is told the name and
+  // the data-less placeholder that now stands for it, so that other holders (the graph's
+  // initializer) can let go too. The top-level graph only.
   size_t release_packed_min_bytes = 0;
-  std::function<void(const std::string&)> on_release;
+  std::function<void(const std::string&, const Tensor&)> on_release;
 };
 
 class BufferPool;

@@ -36,7 +36,7 @@ class OpKernel {
   virtual ~OpKernel() = default;
   virtual void run(KernelContext& ctx) = 0;
   // Constant input i kept by the kernel in a form of its own (packed weights), so that its data
-  // as given need not stay in memory. Asked of every reader before any is told to release it.
+  // as given need not stay in memory. Asked of a constant's only reader (GraphExec).
   virtual bool can_release_constant(int) const { return false; }
   // From now on input i is bound to `placeholder` (same dtype and dims, no data): the kernel must
   // not read its data, and recognises it by Tensor::same_storage.

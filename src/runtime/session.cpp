@@ -71,15 +71,13 @@ struct Session::Impl {
   std::unique_ptr<GraphExec> full_exec;
   // Weights whose readers keep packed copies: the plan holds no copy as given (the model's and
   // exec_graph's initializers are data-less placeholders) until something asks for the model.
-  std::vector<std::string> released;
+  std::set<std::string> released;
   std::once_flag restore_once;
 
   void restore_model() {
     std::call_once(restore_once, [this] {
-      if (released.empty()) return;
-      std::set<std::string> names(released.begin(), released.end());
       for (Initializer& init : model.graph.initializers)
-        if (names.count(init.name) && !init.tensor.raw() && init.tensor.numel() > 0) init.tensor = exec->restore_constant(init.name);
+        if (released.count(init.name) && !init.tensor.raw()) init.tensor = exec->restore_constant(init.name);
     });
   }
 
@@ -171,17 +169,16 @@ Session::Session(Model model, SessionOptions opts) : impl_(std::make_unique<Impl
     for (size_t i = 0; i < impl_->exec_graph.initializers.size(); ++i) run_index[impl_->exec_graph.initializers[i].name] = i;
     for (size_t i = 0; i < impl_->model.graph.initializers.size(); ++i) model_index[impl_->model.graph.initializers[i].name] = i;
     eo.release_packed_min_bytes = 16 * 1024;
-    eo.on_release = [this, &run_index, &model_index](const std::string& name) {
+    eo.on_release = [this, &run_index, &model_index](const std::string& name, const Tensor& placeholder) {
       auto r = run_index.find(name);
       if (r == run_index.end()) return;  // a folded Constant's value: the node keeps it
       Tensor& given = impl_->exec_graph.initializers[r->second].tensor;
-      auto placeholder = Tensor::share(given.dtype(), given.dims(), std::make_shared<char>(0), nullptr);
       // The model as loaded shares the tensor unless fusion replaced it under the same name.
       auto m = model_index.find(name);
       if (m != model_index.end() && impl_->model.graph.initializers[m->second].tensor.same_storage(given))
         impl_->model.graph.initializers[m->second].tensor = placeholder;
       given = placeholder;
-      impl_->released.push_back(name);
+      impl_->released.insert(name);
     };
   }
   impl_->exec = std::make_unique<GraphExec>(impl_->exec_graph, opsets, eo);

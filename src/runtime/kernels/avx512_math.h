@@ -5,15 +5,22 @@
 
 #define T2O_AVX512 __attribute__((target("avx512f")))
 
+// GCC 12's AVX-512 min/max/roundscale intrinsics pass an uninitialised "undefined" vector that
+// its own warnings then report once inlined: code using them goes between these two.
+#if defined(__GNUC__) && !defined(__clang__)
+#define T2O_AVX512_WARNINGS_OFF                                \
+  _Pragma("GCC diagnostic push")                               \
+  _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")       \
+  _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define T2O_AVX512_WARNINGS_ON _Pragma("GCC diagnostic pop")
+#else
+#define T2O_AVX512_WARNINGS_OFF
+#define T2O_AVX512_WARNINGS_ON
+#endif
+
 namespace t2o::kern {
 
-// GCC 12's AVX-512 min/max/roundscale intrinsics pass an uninitialised "undefined" vector that
-// its own warnings then report once inlined.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+T2O_AVX512_WARNINGS_OFF
 
 // exp by range reduction to |r| <= ln2/2 and a degree-7 polynomial (relative error ~1e-7);
 // inputs are clamped to [-88, 88].
@@ -33,8 +40,6 @@ T2O_AVX512 inline __m512 exp512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+T2O_AVX512_WARNINGS_ON
 
 }  // namespace t2o::kern

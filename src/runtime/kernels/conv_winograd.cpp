@@ -19,11 +19,7 @@ namespace {
 constexpr int64_t kB = 16;  // channel block (nChw16c)
 std::atomic<uint64_t> g_runs{0};
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+T2O_AVX512_WARNINGS_OFF
 
 // One 4x4 input tile of one channel block (16 lanes), rows from y0 and columns from x0 (zeros
 // outside the image), transformed into V[k][0..15] for k = 4i + j: V = B^T d B with
@@ -49,15 +45,10 @@ T2O_AVX512 void input_tile(const float* xc, int64_t H, int64_t W, int64_t y0, in
   }
 }
 
-struct Post {
-  ConvPostOp::Kind kind;
-  float alpha, beta;
-};
-
 // bias + post-ops over one output vector; `r` is the residual at the same place (Sum only).
-T2O_AVX512 inline __m512 finish(__m512 v, __m512 bias, const std::vector<Post>& post, const float* r) {
+T2O_AVX512 inline __m512 finish(__m512 v, __m512 bias, const std::vector<ConvPostOp>& post, const float* r) {
   v = _mm512_add_ps(v, bias);
-  for (const Post& p : post) {
+  for (const ConvPostOp& p : post) {
     switch (p.kind) {
       case ConvPostOp::Kind::Relu:
         if (p.alpha == 0.0f) {
@@ -80,7 +71,7 @@ T2O_AVX512 inline __m512 finish(__m512 v, __m512 bias, const std::vector<Post>& 
 // One tile's 16 products of one output block back to its 2x2 outputs: A^T m A with
 // A^T = [1 1 1 0; 0 1 -1 -1]; stored where they fall inside the OH x OW map, lanes past M zero.
 T2O_AVX512 void output_tile(const float* m, int64_t kstride, float* yc, const float* rc, int64_t OH, int64_t OW,
-                            int64_t oy, int64_t ox, const float* bias16, const std::vector<Post>& post, __mmask16 lanes) {
+                            int64_t oy, int64_t ox, const float* bias16, const std::vector<ConvPostOp>& post, __mmask16 lanes) {
   const __m512 bias = _mm512_loadu_ps(bias16);
   __m512 s[2][4];
   for (int j = 0; j < 4; ++j) {
@@ -104,9 +95,7 @@ T2O_AVX512 void output_tile(const float* m, int64_t kstride, float* yc, const fl
   }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+T2O_AVX512_WARNINGS_ON
 
 }  // namespace
 
@@ -120,7 +109,7 @@ dnnl::engine& engine() {
 struct WinogradConv::Impl {
   int64_t C = 0, M = 0, Cp = 0, Mp = 0;
   std::vector<float> bias;  // Mp values, zeros past M
-  std::vector<Post> post;
+  std::vector<ConvPostOp> post;
   // The 16 transformed weights [Cp, Mp], in the layout oneDNN's matmul wants (one packing per
   // layout; the plain copies are not kept), and a matmul per row count.
   std::vector<std::pair<memory::desc, std::vector<memory>>> packed;
@@ -194,7 +183,7 @@ std::unique_ptr<WinogradConv> WinogradConv::make(const Tensor& w, const Tensor* 
   s.Mp = (s.M + kB - 1) / kB * kB;
   s.bias.assign(static_cast<size_t>(s.Mp), 0.0f);
   if (bias) std::copy_n(bias->data<float>(), s.M, s.bias.begin());
-  for (const ConvPostOp& p : post) s.post.push_back({p.kind, p.alpha, p.beta});
+  s.post = post;
   // U = G g G^T per (m, c), G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; U[k] is [Cp, Mp].
   std::vector<Tensor> u;
   for (int k = 0; k < 16; ++k) u.emplace_back(DType::Float, Dims{s.Cp, s.Mp});

@@ -88,9 +88,31 @@ bool batch_is_simple(const MatmulShape& s) {
   return (s.batch_a == nb && (s.batch_b == nb || s.batch_b == 1)) || (s.batch_a == 1 && s.batch_b == nb);
 }
 
+// MatMul and Gemm on oneDNN with a constant B: the kernel holds B packed, so the session may drop
+// B as given (OpKernel::release_constant); B comes back from the packed copy when asked.
+class PackedBKernel : public OpKernel {
+ public:
+  bool can_release_constant(int i) const override {
+    return i == 1 && dnnl_ && const_b_.defined() && dnnl_matmul_can_release_b(*dnnl_);
+  }
+  void release_constant(int i, const Tensor& placeholder) override {
+    if (i == 1 && dnnl_matmul_release_b(*dnnl_, placeholder)) const_b_ = placeholder;
+  }
+  Tensor restore_constant(int i) override { return i == 1 && dnnl_ ? dnnl_matmul_plain_b(*dnnl_) : Tensor(); }
+
+ protected:
+  // B with data: the constant's plain copy when the session released it.
+  Tensor plain(const Tensor& B) const {
+    return dnnl_ && B.same_storage(const_b_) && !B.raw() ? dnnl_matmul_plain_b(*dnnl_) : B;
+  }
+
+  Tensor const_b_;
+  std::shared_ptr<DnnlMatmul> dnnl_;
+};
+
 // MatMul, and the runtime's FusedMatMul (optimize.h): MatMul with a constant 2-D B, plus a bias
 // of N values (input 2), then optionally the erf GELU (attribute activation = "gelu").
-class MatMulKernel : public OpKernel {
+class MatMulKernel : public PackedBKernel {
  public:
   explicit MatMulKernel(const KernelInfo& info) {
     fused_ = info.node.op_type == "FusedMatMul";
@@ -140,18 +162,7 @@ class MatMulKernel : public OpKernel {
     });
   }
 
-  bool can_release_constant(int i) const override { return i == 1 && dnnl_ && const_b_.defined() && dnnl_matmul_can_release_b(*dnnl_); }
-  void release_constant(int i, const Tensor& placeholder) override {
-    if (i == 1 && dnnl_matmul_release_b(*dnnl_, placeholder)) const_b_ = placeholder;
-  }
-  Tensor restore_constant(int i) override { return i == 1 && dnnl_ ? dnnl_matmul_plain_b(*dnnl_) : Tensor(); }
-
  private:
-  // B with data: the constant's plain copy when the session released it.
-  Tensor plain(const Tensor& B) const {
-    return dnnl_ && B.same_storage(const_b_) && !B.raw() ? dnnl_matmul_plain_b(*dnnl_) : B;
-  }
-
   // FusedMatMul's tail on the reference path: y += bias (rows of n), then the erf GELU.
   template <typename T>
   void bias_gelu(T* y, int64_t count, int64_t n, const T* b) const {
@@ -163,11 +174,9 @@ class MatMulKernel : public OpKernel {
   }
 
   bool fused_ = false, gelu_ = false;
-  Tensor const_b_;
-  std::shared_ptr<DnnlMatmul> dnnl_;
 };
 
-class GemmKernel : public OpKernel {
+class GemmKernel : public PackedBKernel {
  public:
   explicit GemmKernel(const KernelInfo& info) {
     trans_a_ = info.node.attr_int("transA", 0) != 0;
@@ -248,22 +257,9 @@ class GemmKernel : public OpKernel {
     });
   }
 
-  bool can_release_constant(int i) const override { return i == 1 && dnnl_ && const_b_.defined() && dnnl_matmul_can_release_b(*dnnl_); }
-  void release_constant(int i, const Tensor& placeholder) override {
-    if (i == 1 && dnnl_matmul_release_b(*dnnl_, placeholder)) const_b_ = placeholder;
-  }
-  Tensor restore_constant(int i) override { return i == 1 && dnnl_ ? dnnl_matmul_plain_b(*dnnl_) : Tensor(); }
-
  private:
-  // B with data: the constant's plain copy when the session released it.
-  Tensor plain(const Tensor& B) const {
-    return dnnl_ && B.same_storage(const_b_) && !B.raw() ? dnnl_matmul_plain_b(*dnnl_) : B;
-  }
-
   bool trans_a_, trans_b_;
   float alpha_, beta_;
-  Tensor const_b_;
-  std::shared_ptr<DnnlMatmul> dnnl_;
 };
 
 }  // namespace

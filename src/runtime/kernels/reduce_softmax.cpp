@@ -138,6 +138,8 @@ KernelFactory softmax_factory(SoftKind kind) {
   return [kind](const KernelInfo& info) { return std::make_unique<SoftmaxKernel>(info, kind); };
 }
 
+T2O_AVX512_WARNINGS_OFF
+
 // exp(v - m), 0 where v - m < -87 (exp_vec's rule).
 T2O_AVX512 inline __m512 exp_shifted512(__m512 v, __m512 m) {
   __m512 d = _mm512_sub_ps(v, m);
@@ -199,6 +201,8 @@ T2O_AVX512 bool softmax_row_avx512(SoftKind kind, const float* x, float* y, int6
   }
   return true;
 }
+
+T2O_AVX512_WARNINGS_ON
 
 }  // namespace
 

@@ -66,13 +66,7 @@ Tensor pack_panels(const float* r, int64_t G, int64_t H) {
 
 // ---- AVX-512 pieces -------------------------------------------------------------------------
 
-// GCC 12's AVX-512 min/max/roundscale intrinsics pass an uninitialised "undefined" vector that
-// its own warnings then report once inlined.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+T2O_AVX512_WARNINGS_OFF
 
 // 1 / d for d >= 1: the 14-bit estimate and one Newton step (about an ulp, a fifth of a divide's
 // cost).
@@ -236,9 +230,7 @@ T2O_AVX512 void rnn_units(const UnitBlock& u, RnnFastSpec::Act act) {
   store_h(u, h);
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+T2O_AVX512_WARNINGS_ON
 
 }  // namespace
 
