@@ -18,7 +18,9 @@ namespace t2o {
 namespace {
 
 // T2O_PROFILE=1: time per op type, printed to stderr at exit. For finding slow kernels.
+// T2O_PROFILE=shapes: per op type and input dims.
 struct OpProfile {
+  bool shapes = std::string_view(std::getenv("T2O_PROFILE")) == "shapes";
   std::mutex mu;
   std::map<std::string, std::pair<double, int64_t>> ms;
   ~OpProfile() {
@@ -32,7 +34,7 @@ struct OpProfile {
     std::sort(v.rbegin(), v.rend());
     std::fprintf(stderr, "op profile (total %.1f ms):\n", total);
     for (auto& [t, op] : v)
-      std::fprintf(stderr, "  %-28s %10.2f ms %5.1f%%  %lld calls\n", op.c_str(), t, 100 * t / total,
+      std::fprintf(stderr, "  %-40s %10.2f ms %5.1f%%  %lld calls\n", op.c_str(), t, 100 * t / total,
                    static_cast<long long>(ms[op].second));
   }
 };
@@ -520,8 +522,15 @@ std::vector<RValue> GraphExec::run_graph(const std::vector<RValue>& inputs, cons
         auto t0 = std::chrono::steady_clock::now();
         st.kernel->run(ctx);
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        std::string key = st.node->op_type;
+        if (prof->shapes) {
+          for (int i = 0; i < ctx.num_inputs(); ++i) {
+            key += i ? " " : "  ";
+            if (ctx.has_input(i) && ctx.input_value(i).is_tensor()) key += dims_to_string(ctx.input_value(i).tensor.dims());
+          }
+        }
         std::lock_guard<std::mutex> lock(prof->mu);
-        auto& e = prof->ms[st.node->op_type];
+        auto& e = prof->ms[key];
         e.first += ms;
         ++e.second;
       } else {

@@ -188,47 +188,74 @@ class Fuser {
   }
 
   // Channel-blocked activations between convs: a conv whose output some conv reads (as X or as
-  // the residual) writes it blocked under a new name; readers that want NCHW get it through a
+  // the residual), directly or through 2-d MaxPool / AveragePool nodes, writes it blocked under a
+  // new name, and so do those pools (as BlockedPool); readers that want NCHW get it through a
   // FromBlocked node under the original name. Returns how many values went blocked.
   int block_layouts(int64_t blk) {
-    // cand: may write its output blocked (and take a blocked residual); reads: may read X blocked.
-    std::vector<bool> cand(g_.nodes.size()), reads(g_.nodes.size());
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    // cand: may write its output blocked (and take a blocked residual); reads: may read X blocked;
+    // pool: passes the layout of X through to its output.
+    size_t n = g_.nodes.size();
+    std::vector<bool> cand(n), reads(n), pool(n);
+    for (size_t i = 0; i < n; ++i) {
       cand[i] = blockable(g_.nodes[i], blk, false);
       reads[i] = blockable(g_.nodes[i], blk, true);
+      pool[i] = poolable(g_.nodes[i]);
+    }
+    // wants[i]: node i's output has a reader that takes it blocked (readers come later: go backwards).
+    std::vector<bool> wants(n);
+    auto takes_blocked = [&](size_t j, size_t k) { return k == 0 ? reads[j] || (pool[j] && wants[j]) : k == 3 && cand[j]; };
+    for (size_t i = n; i-- > 0;) {
+      if (!cand[i] && !pool[i]) continue;
+      auto rit = readers_.find(g_.nodes[i].outputs[0]);
+      if (rit == readers_.end()) continue;
+      for (size_t j : rit->second)
+        for (size_t k = 0; k < g_.nodes[j].inputs.size(); ++k)
+          if (g_.nodes[j].inputs[k] == g_.nodes[i].outputs[0] && takes_blocked(j, k)) wants[i] = true;
     }
     std::map<size_t, Node> after;  // FromBlocked nodes, by producer position
+    std::map<std::string, int64_t> channels;  // blocked value -> its channel count
     int count = 0;
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (!cand[i]) continue;
-      std::string v = g_.nodes[i].outputs[0];
-      auto rit = readers_.find(v);
-      if (rit == readers_.end()) continue;
-      bool conv_reads = false, plain_reads = pinned_.count(v) > 0;
-      for (size_t j : rit->second) {
-        const Node& r = g_.nodes[j];
-        for (size_t k = 0; k < r.inputs.size(); ++k) {
-          if (r.inputs[k] != v) continue;
-          if ((k == 0 && reads[j]) || (k == 3 && cand[j])) conv_reads = true;
-          else plain_reads = true;
-        }
+    for (size_t i = 0; i < n; ++i) {
+      Node& p = g_.nodes[i];
+      if (!wants[i]) continue;
+      int64_t c = 0;
+      if (pool[i]) {
+        auto cit = channels.find(p.inputs[0]);
+        if (cit == channels.end()) continue;  // its input stays NCHW: so does it
+        c = cit->second;
+      } else {
+        c = constant(p.inputs[1])->dim(0);
       }
-      if (!conv_reads) continue;
+      std::string v = p.outputs[0];
+      auto rit = readers_.find(v);
+      bool plain_reads = pinned_.count(v) > 0;
+      for (size_t j : rit->second)
+        for (size_t k = 0; k < g_.nodes[j].inputs.size(); ++k)
+          if (g_.nodes[j].inputs[k] == v && !takes_blocked(j, k)) plain_reads = true;
       std::string bv = v + "#blocked";
       while (readers_.count(bv) || producer_.count(bv)) bv += "_";
       for (size_t j : rit->second) {
         Node& r = g_.nodes[j];
         for (size_t k : {size_t{0}, size_t{3}}) {
-          if (k >= r.inputs.size() || r.inputs[k] != v || !(k == 0 ? reads[j] : cand[j])) continue;
+          if (k >= r.inputs.size() || r.inputs[k] != v || !takes_blocked(j, k)) continue;
           r.inputs[k] = bv;
+          if (pool[j]) continue;  // marked when its turn comes
           r.set_attr(Attribute::make_int(k == 0 ? "src_block" : "res_block", blk));
           as_fused(r);
         }
       }
-      Node& p = g_.nodes[i];
       p.outputs[0] = bv;
-      p.set_attr(Attribute::make_int("dst_block", blk));
-      as_fused(p);
+      if (pool[i]) {
+        p.set_attr(Attribute::make_string("kind", p.op_type == "MaxPool" ? "max" : "avg"));
+        p.set_attr(Attribute::make_int("block", blk));
+        p.set_attr(Attribute::make_int("channels", c));
+        p.op_type = "BlockedPool";
+        p.domain = kInternalDomain;
+      } else {
+        p.set_attr(Attribute::make_int("dst_block", blk));
+        as_fused(p);
+      }
+      channels[bv] = c;
       if (plain_reads) {
         Node f;
         f.name = p.name + "/to_nchw";
@@ -237,7 +264,7 @@ class Fuser {
         f.domain = kInternalDomain;
         f.inputs = {bv};
         f.outputs = {v};
-        f.set_attr(Attribute::make_int("channels", constant(p.inputs[1])->dim(0)));
+        f.set_attr(Attribute::make_int("channels", c));
         after[i] = std::move(f);
       }
       ++count;
@@ -271,6 +298,14 @@ class Fuser {
     // Partly filled blocks (padded channels) have jit kernels for 1x1 and depthwise convs.
     bool pointwise = w->dim(2) == 1 && w->dim(3) == 1;
     return (input ? cin_g * group : cout) % blk == 0 || pointwise || depthwise;
+  }
+
+  // A 2-d MaxPool without Indices or an AveragePool: runs on blocked activations as well.
+  bool poolable(const Node& n) const {
+    if (!default_domain(n) || (n.op_type != "MaxPool" && n.op_type != "AveragePool")) return false;
+    if (n.inputs.size() != 1 || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+    const Attribute* k = n.find_attr("kernel_shape");
+    return k && k->ints.size() == 2 && n.attr_int("storage_order", 0) == 0;
   }
 
   // The graph without its dead nodes, each fused node where its chain's last node was.

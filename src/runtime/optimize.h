@@ -38,7 +38,10 @@
 // Then activations between 2-d convs go channel-blocked (attributes src_block / dst_block /
 // res_block = oneDNN's block size), under new names "<name>#blocked"; any other reader gets the
 // NCHW value under the original name from a FromBlocked(channels) node. This removes the
-// reorders oneDNN would otherwise run on both sides of every conv.
+// reorders oneDNN would otherwise run on both sides of every conv. A 2-d MaxPool (no Indices) or
+// AveragePool between them passes the layout on: it becomes
+//   ai.torch2onnx.internal::BlockedPool(X)  [its attributes, kind "max" | "avg", block, channels]
+// with X and its output blocked (ResNet's stem: conv -> max-pool -> convs with no reorder).
 #include "ir/graph.h"
 
 namespace t2o {

@@ -297,6 +297,69 @@ TEST(RuntimeFusion, BlockedChainsMatchReference) {
   }
 }
 
+// A 2-d MaxPool / AveragePool between convs passes the blocked layout through (BlockedPool):
+// conv -> pool -> conv, over pads, strides, ceil mode, count_include_pad, dilations, channel
+// counts that do not fill a block, the pool output also a graph output (back to NCHW) or also read
+// by a non-conv, a second pool in a row, and a pool whose input stays NCHW (its producer is no conv).
+TEST(RuntimeFusion, PoolsBetweenConvsStayBlocked) {
+  std::mt19937 g(41);
+  for (int iter = 0; iter < 20; ++iter) {
+    auto pick = [&](int lo, int hi) { return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(g)); };
+    int64_t c = iter % 3 == 0 ? 12 : iter % 3 == 1 ? 16 : 20, hw = pick(5, 13), k = pick(2, 3), s = pick(1, 2);
+    int64_t p = pick(0, 1), ceil = pick(0, 1), dil = iter % 5 == 4 ? 2 : 1;
+    bool max = iter % 2 == 0, include_pad = !max && pick(0, 1), out_too = iter % 4 == 3, plain_reader = iter % 6 == 5,
+         second = iter % 7 == 2, no_conv = iter % 9 == 8;
+    if (!max) dil = 1;  // AveragePool takes dilations from opset 19 only
+    Builder b;
+    b.input("x", {1, 3, hw, hw});
+    // Channel counts that do not fill a block go blocked from 1x1 convs only.
+    int64_t k1 = c % 16 ? 1 : 3;
+    b.init("w1", random_uniform(g, {c, 3, k1, k1}));
+    b.init("w2", random_uniform(g, {8, no_conv ? 3 : c, 1, 1}));
+    b.add(test::make_node("Conv", {"x", "w1"}, {"c1"}, {Attribute::make_ints("pads", {k1 / 2, k1 / 2, k1 / 2, k1 / 2})}));
+    b.add(test::make_node("Relu", {"c1"}, {"r1"}));
+    std::vector<Attribute> pa{Attribute::make_ints("kernel_shape", {k, k}), Attribute::make_ints("strides", {s, s}),
+                              Attribute::make_ints("pads", {p, p, p, p}), Attribute::make_int("ceil_mode", ceil)};
+    if (dil > 1) pa.push_back(Attribute::make_ints("dilations", {dil, dil}));
+    if (include_pad) pa.push_back(Attribute::make_int("count_include_pad", 1));
+    std::string src = no_conv ? "x" : "r1";
+    b.add(test::make_node(max ? "MaxPool" : "AveragePool", {src}, {"pl"}, pa));
+    std::string into = "pl";
+    if (second) {
+      b.add(test::make_node("MaxPool", {"pl"}, {"pl2"}, {Attribute::make_ints("kernel_shape", {2, 2}),
+                                                         Attribute::make_ints("pads", {1, 1, 1, 1})}));
+      into = "pl2";
+    }
+    b.add(test::make_node("Conv", {into, "w2"}, {"out"}));
+    b.output("out");
+    if (no_conv) b.output("r1");
+    if (out_too) b.output("pl");
+    if (plain_reader) {
+      b.add(test::make_node("Sigmoid", {"pl"}, {"sg"}));
+      b.output("sg");
+    }
+    std::map<std::string, RValue> feeds{{"x", random_uniform(g, {1, 3, hw, hw})}};
+    std::string what = "iter " + std::to_string(iter) + (max ? " max" : " avg") + " c " + std::to_string(c) + " hw " +
+                       std::to_string(hw) + " k " + std::to_string(k) + " s " + std::to_string(s) + " p " +
+                       std::to_string(p) + " ceil " + std::to_string(ceil) + " dil " + std::to_string(dil);
+    auto want = run(b.m, false, feeds, 1);
+    SessionOptions so;
+    so.threads = 2;
+    Session sess(b.m, so);
+    for (int rep = 0; rep < 2; ++rep) {
+      auto got = sess.run(feeds);
+      expect_close_f32(want.at("out").tensor, got.at("out").tensor, what);
+      if (out_too) expect_close_f32(want.at("pl").tensor, got.at("pl").tensor, what + " pl");
+      if (plain_reader) expect_close_f32(want.at("sg").tensor, got.at("sg").tensor, what + " sg");
+    }
+    Graph g2 = rewritten(b.m);
+    EXPECT_EQ(count_op(g2, "BlockedPool"), no_conv ? 0 : second ? 2 : 1) << what;
+    EXPECT_EQ(produces(g2, "pl#blocked"), !no_conv) << what;
+    EXPECT_EQ(produces(g2, "pl"), no_conv || out_too || plain_reader) << what;
+    EXPECT_EQ(count_op(g2, "FromBlocked"), !no_conv && (out_too || plain_reader) ? 1 : 0) << what;
+  }
+}
+
 // 3x3 stride-1 convolutions with 32 or more channels on maps of 12 x 12 outputs or more run as
 // Winograd F(2x2, 3x3) (runtime/kernels/conv_winograd.h): against the reference on odd and even
 // sizes, every pad combination of 0 and 1, channel counts that do not fill a block, with and

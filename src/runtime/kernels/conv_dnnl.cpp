@@ -468,7 +468,7 @@ struct DnnlPool::Impl {
 DnnlPool::DnnlPool(Kind kind) : impl_(std::make_unique<Impl>()) { impl_->kind = kind; }
 DnnlPool::~DnnlPool() = default;
 
-bool DnnlPool::run(const Tensor& x, const Geom& g, Tensor& y) {
+bool DnnlPool::run(const Tensor& x, const Geom& g, Tensor& y, int64_t blk, int64_t channels) {
   Impl& s = *impl_;
   std::shared_ptr<const Impl::Entry> found;
   {
@@ -491,8 +491,8 @@ bool DnnlPool::run(const Tensor& x, const Geom& g, Tensor& y) {
       auto alg = s.kind == Kind::Max             ? dnnl::algorithm::pooling_max
                  : s.kind == Kind::AvgIncludePad ? dnnl::algorithm::pooling_avg_include_padding
                                                  : dnnl::algorithm::pooling_avg_exclude_padding;
-      e.src_md = plain_desc(x.dims());
-      e.dst_md = plain_desc(y.dims());
+      e.src_md = blk ? blocked_desc(logical_dims(x.dims(), channels), blk) : plain_desc(x.dims());
+      e.dst_md = blk ? blocked_desc(logical_dims(y.dims(), channels), blk) : plain_desc(y.dims());
       dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, e.src_md, e.dst_md, mdims(g.stride),
                                        mdims(g.k), mdims(minus_one(g.dil)), mdims(g.pb), mdims(pr));
       dnnl::pooling_v2_forward::primitive_desc pd(d, user_scratchpad(), engine());

@@ -74,7 +74,8 @@ class DnnlPool {
   DnnlPool(const DnnlPool&) = delete;
   DnnlPool& operator=(const DnnlPool&) = delete;
   // Pools f32 x into y with geometry g. Returns false when oneDNN cannot (use the reference).
-  bool run(const Tensor& x, const Geom& g, Tensor& y);
+  // With blk, x and y are 2-d activations blocked by blk ([N, C/blk, H, W, blk], C = channels).
+  bool run(const Tensor& x, const Geom& g, Tensor& y, int64_t blk = 0, int64_t channels = 0);
 
  private:
   struct Impl;

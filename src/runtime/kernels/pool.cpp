@@ -6,6 +6,7 @@
 
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/util.h"
+#include "runtime/optimize.h"
 
 namespace t2o {
 
@@ -95,6 +96,10 @@ class PoolKernel : public OpKernel {
       p_ = !a ? 2.0 : a->type == AttrType::Float ? a->f : static_cast<double>(a->i);
     }
     if (attrs_.kernel.empty()) throw Error(n.describe() + ": kernel_shape is required");
+    blk_ = n.attr_int("block", 0);
+    channels_ = n.attr_int("channels", 0);
+    if (blk_ && (!info.fast_paths || attrs_.kernel.size() != 2 || channels_ < 1))
+      throw Error(n.describe() + ": blocked layouts need fast paths, a 2-d window and a channel count");
     if (info.fast_paths && kind != Kind::Lp)
       dnnl_ = std::make_unique<kern::DnnlPool>(kind == Kind::Max ? kern::DnnlPool::Kind::Max
                                                : count_include_pad_ ? kern::DnnlPool::Kind::AvgIncludePad
@@ -102,6 +107,7 @@ class PoolKernel : public OpKernel {
   }
 
   void run(KernelContext& ctx) override {
+    if (blk_) return run_blocked(ctx);
     const Tensor& x = ctx.input(0);
     check_input(ctx, x);
     Geom g = kern::forward_geom(ctx.node(), attrs_, spatial(x.dims()), attrs_.kernel);
@@ -126,6 +132,25 @@ class PoolKernel : public OpKernel {
   }
 
  private:
+  // BlockedPool: X and Y channel-blocked ([N, C/b, H, W, b], C = channels); oneDNN pools them as
+  // they are, the reference goes through NCHW copies.
+  void run_blocked(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != DType::Float || x.rank() != 5 || x.dims().back() != blk_ || x.dim(1) * blk_ < channels_)
+      ctx.fail("expects an f32 input blocked by " + std::to_string(blk_) + ", got " + dims_to_string(x.dims()));
+    Dims xd = kern::logical_dims(x.dims(), channels_);
+    Geom g = kern::forward_geom(ctx.node(), attrs_, spatial(xd), attrs_.kernel);
+    Dims yd{xd[0], xd[1]};
+    yd.insert(yd.end(), g.out.begin(), g.out.end());
+    Tensor& y = ctx.allocate_output_uninit(0, DType::Float, kern::blocked_dims(yd, blk_));
+    if (y.numel() == 0) return;
+    if (dnnl_ && dnnl_->run(x, g, y, blk_, channels_)) return;
+    Tensor xp = Tensor::uninitialized(DType::Float, xd), yp = Tensor::uninitialized(DType::Float, yd);
+    kern::to_plain(x, xp);
+    run_typed<float>(xp.data<float>(), yp.data<float>(), nullptr, xd[0] * xd[1], g.as_3d(), ctx.threads());
+    kern::to_blocked(yp, y);
+  }
+
   template <typename T>
   void run_typed(const T* x, T* y, int64_t* idx, int64_t planes, const Geom& g, int threads) const {
     using A = acc_t<T>;
@@ -170,12 +195,21 @@ class PoolKernel : public OpKernel {
   bool count_include_pad_ = false;
   int64_t storage_order_ = 0;
   double p_ = 2.0;
+  int64_t blk_ = 0, channels_ = 0;
   std::unique_ptr<kern::DnnlPool> dnnl_;
 };
 
 template <PoolKernel::Kind K>
 KernelFactory pool_factory() {
   return [](const KernelInfo& info) { return std::make_unique<PoolKernel>(info, K); };
+}
+
+// ai.torch2onnx.internal::BlockedPool: a MaxPool (kind "max") or AveragePool ("avg") on
+// channel-blocked activations (runtime/optimize.h), with their attributes plus block / channels.
+std::unique_ptr<OpKernel> make_blocked_pool(const KernelInfo& info) {
+  std::string kind = info.node.attr_string("kind", "");
+  if (kind != "max" && kind != "avg") throw Error(info.node.describe() + ": kind must be max or avg");
+  return std::make_unique<PoolKernel>(info, kind == "max" ? PoolKernel::Kind::Max : PoolKernel::Kind::Avg);
 }
 
 // GlobalAveragePool / GlobalMaxPool / GlobalLpPool: one window covering all spatial dims.
@@ -345,6 +379,7 @@ void register_pool_kernels(KernelRegistry& r) {
   r.add("", "GlobalLpPool", 1, global_factory<K::Lp>());
   r.add("", "MaxUnpool", 9, factory_of<MaxUnpoolKernel>());
   r.add("", "LRN", 1, factory_of<LrnKernel>());
+  r.add(kInternalDomain, "BlockedPool", 1, make_blocked_pool);
 }
 
 }  // namespace t2o
