@@ -187,6 +187,94 @@ class Fuser {
     return rebuild(replace, fused);
   }
 
+  // Scaled dot-product attention as PyTorch's multi-head attention exports it:
+  //   S = MatMul(Transpose(q, 0 2 1 3), Transpose(k, 0 2 3 1)) [Div or Mul by a constant scalar]
+  //       [Where(mask, constant scalar fill, .) or Add with a float mask]
+  //   y = Transpose(MatMul(Softmax(S, last axis), Transpose(v, 0 2 1 3)), 0 2 1 3)
+  // with every intermediate read once: internal::Attention(q, k, v, [mask]) -> y. Returns how many
+  // nodes were folded in.
+  int fuse_attention(int64_t opset) {
+    int fused = 0;
+    dead_.assign(g_.nodes.size(), false);
+    std::map<size_t, Node> replace;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node* mm = binary(i, "MatMul");
+      if (!mm) continue;
+      auto tq = transpose_into(mm->inputs[0], {0, 2, 1, 3}, i);
+      auto tk = transpose_into(mm->inputs[1], {0, 2, 3, 1}, i);
+      if (!tq || !tk) continue;
+      std::vector<size_t> chain{*tq, *tk, i};
+      std::string cur = mm->outputs[0];
+      auto next = only_reader(cur);
+      if (!next) continue;
+      float scale = 1.0f;
+      bool scaled = false;
+      if (const Node* d = binary(*next, "Div"); d && d->inputs[0] == cur) {
+        const Tensor* c = constant(d->inputs[1]);
+        if (!c || c->dtype() != DType::Float || c->numel() != 1 || c->data<float>()[0] == 0.0f) continue;
+        scale = 1.0f / c->data<float>()[0];
+        scaled = true;
+      } else if (const Node* m = binary(*next, "Mul")) {
+        const Tensor* c = constant(m->inputs[0] == cur ? m->inputs[1] : m->inputs[0]);
+        if (!c || c->dtype() != DType::Float || c->numel() != 1 || m->inputs[0] == m->inputs[1]) continue;
+        scale = c->data<float>()[0];
+        scaled = true;
+      }
+      if (scaled) {
+        chain.push_back(*next);
+        cur = g_.nodes[*next].outputs[0];
+        if (!(next = only_reader(cur))) continue;
+      }
+      std::string mask_kind, mask;
+      float fill = 0.0f;
+      const Node& mn = g_.nodes[*next];
+      if (!is_dead(*next) && default_domain(mn) && mn.op_type == "Where" && mn.inputs.size() == 3 &&
+          mn.outputs.size() == 1 && mn.inputs[2] == cur && mn.inputs[0] != cur && mn.inputs[1] != cur) {
+        const Tensor* f = constant(mn.inputs[1]);
+        if (!f || f->dtype() != DType::Float || f->numel() != 1) continue;
+        mask_kind = "where", mask = mn.inputs[0], fill = f->data<float>()[0];
+      } else if (const Node* a = binary(*next, "Add"); a && a->inputs[0] != a->inputs[1]) {
+        mask_kind = "add", mask = a->inputs[0] == cur ? a->inputs[1] : a->inputs[0];
+      }
+      if (!mask_kind.empty()) {
+        chain.push_back(*next);
+        cur = g_.nodes[*next].outputs[0];
+        if (!(next = only_reader(cur))) continue;
+      }
+      const Node& sm = g_.nodes[*next];
+      if (is_dead(*next) || sm.op_type != "Softmax" || !default_domain(sm) || sm.outputs.size() != 1) continue;
+      int64_t axis = sm.attr_int("axis", opset >= 13 ? -1 : 1);
+      if (axis != -1 && axis != 3) continue;
+      chain.push_back(*next);
+      cur = sm.outputs[0];
+      auto pv = only_reader(cur);
+      const Node* mm2 = pv ? binary(*pv, "MatMul") : nullptr;
+      if (!mm2 || mm2->inputs[0] != cur) continue;
+      auto tv = transpose_into(mm2->inputs[1], {0, 2, 1, 3}, *pv);
+      if (!tv) continue;
+      chain.push_back(*tv);
+      chain.push_back(*pv);
+      auto to = only_reader(mm2->outputs[0]);
+      if (!to || !transpose_into(mm2->outputs[0], {0, 2, 1, 3}, SIZE_MAX, *to)) continue;
+      chain.push_back(*to);
+      Node f;
+      f.name = mm->name;
+      f.doc_string = mm->doc_string;
+      f.op_type = "Attention";
+      f.domain = kInternalDomain;
+      f.inputs = {g_.nodes[*tq].inputs[0], g_.nodes[*tk].inputs[0], g_.nodes[*tv].inputs[0]};
+      if (!mask.empty()) f.inputs.push_back(mask);
+      f.outputs = {g_.nodes[*to].outputs[0]};
+      f.set_attr(Attribute::make_float("scale", scale));
+      if (!mask_kind.empty()) f.set_attr(Attribute::make_string("mask", mask_kind));
+      if (mask_kind == "where") f.set_attr(Attribute::make_float("fill", fill));
+      for (size_t j : chain) dead_[j] = true;
+      replace[*std::max_element(chain.begin(), chain.end())] = std::move(f);
+      fused += static_cast<int>(chain.size());
+    }
+    return rebuild(replace, fused);
+  }
+
   // Channel-blocked activations between convs: a conv whose output some conv reads (as X or as
   // the residual), directly or through 2-d MaxPool / AveragePool nodes, writes it blocked under a
   // new name, and so do those pools (as BlockedPool); readers that want NCHW get it through a
@@ -298,6 +386,26 @@ class Fuser {
     // Partly filled blocks (padded channels) have jit kernels for 1x1 and depthwise convs.
     bool pointwise = w->dim(2) == 1 && w->dim(3) == 1;
     return (input ? cin_g * group : cout) % blk == 0 || pointwise || depthwise;
+  }
+
+  // The live Transpose with permutation `perm` producing `v` (when `at` is SIZE_MAX), or reading it
+  // (`at` = that Transpose) whose output only `reader` reads; its position.
+  std::optional<size_t> transpose_into(const std::string& v, const std::vector<int64_t>& perm, size_t reader,
+                                       size_t at = SIZE_MAX) const {
+    size_t t = at;
+    if (t == SIZE_MAX) {
+      auto p = producer_.find(v);
+      if (p == producer_.end()) return std::nullopt;
+      t = p->second;
+    }
+    const Node& n = g_.nodes[t];
+    if (is_dead(t) || n.op_type != "Transpose" || !default_domain(n) || n.inputs.size() != 1 || n.outputs.size() != 1)
+      return std::nullopt;
+    if (n.attr_ints("perm") != perm) return std::nullopt;
+    if (at != SIZE_MAX) return n.inputs[0] == v ? std::optional<size_t>(t) : std::nullopt;
+    auto r = only_reader(n.outputs[0]);
+    if (!r || *r != reader) return std::nullopt;
+    return t;
   }
 
   // A 2-d MaxPool without Indices or an AveragePool: runs on blocked activations as well.
@@ -1137,6 +1245,7 @@ int optimize_for_runtime(Model& m) {
   fused += fold_constant_dequantize(m);
   fused += fuse_quant_dequant(m);
   fused += Fuser(m).fuse_matmuls();
+  fused += Fuser(m).fuse_attention(m.opset(""));
   fused += Fuser(m).run();
   fused += int8_channels_last(m);
   // A fresh analysis: fusion renumbered the nodes.

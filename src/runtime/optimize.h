@@ -27,6 +27,13 @@
 // model's activations) becomes internal::QuantDequant(X, scale, zero_point), the same values in
 // one threaded pass.
 //
+// Scaled dot-product attention as PyTorch's multi-head attention exports it (q, k, v [B, S, H, D]
+// each through a Transpose, MatMul, Div / Mul by a constant scalar, Where with a constant fill or
+// Add of a mask, Softmax on the last axis, MatMul, Transpose back, each intermediate read once)
+// becomes
+//   ai.torch2onnx.internal::Attention(q, k, v, [mask]) -> [B, Sq, H, Dv]  [scale, mask "where" | "add", fill]
+// which reads the heads in place and keeps each head's scores in cache between the two products.
+//
 // Conv followed by activations and/or a residual Add becomes one node
 //   ai.torch2onnx.internal::FusedConv(X, W, [B], [R])
 // carrying Conv's attributes plus `post_ops` (names, applied in order), `post_alpha` and

@@ -360,6 +360,71 @@ TEST(RuntimeFusion, PoolsBetweenConvsStayBlocked) {
   }
 }
 
+// Attention as PyTorch exports multi-head attention (Transposes of q, k, v, MatMul, scale,
+// mask, Softmax, MatMul, Transpose back) runs as one internal::Attention: against the reference
+// over sequence lengths and head sizes that do not fill a vector (and exceed one block of 64),
+// Div, Mul or no scale, a causal bool mask through Where, a float mask through Add, broadcast
+// masks, and a chain it must leave alone (the scores also a graph output).
+TEST(RuntimeFusion, AttentionMatchesReference) {
+  std::mt19937 g(43);
+  for (int iter = 0; iter < 16; ++iter) {
+    auto pick = [&](int lo, int hi) { return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(g)); };
+    int64_t B = pick(1, 2), H = pick(1, 3), Sq = pick(1, 23), Skv = iter % 4 == 0 ? Sq : pick(1, 90), D = pick(1, 20),
+            Dv = iter % 5 == 0 ? 70 : pick(1, 20);
+    int scale = iter % 3, mask = iter % 4;  // scale: none, Div, Mul; mask: none, where, add, add [Sq, Skv]
+    bool scores_out = iter == 7;
+    Builder b;
+    b.input("q", {B, Sq, H, D});
+    b.input("k", {B, Skv, H, D});
+    b.input("v", {B, Skv, H, Dv});
+    b.add(test::make_node("Transpose", {"q"}, {"tq"}, {Attribute::make_ints("perm", {0, 2, 1, 3})}));
+    b.add(test::make_node("Transpose", {"k"}, {"tk"}, {Attribute::make_ints("perm", {0, 2, 3, 1})}));
+    b.add(test::make_node("Transpose", {"v"}, {"tv"}, {Attribute::make_ints("perm", {0, 2, 1, 3})}));
+    b.add(test::make_node("MatMul", {"tq", "tk"}, {"s0"}));
+    std::string cur = "s0";
+    if (scale) {
+      b.init("c", Tensor::scalar(scale == 1 ? 8.0f : 0.3f));
+      b.add(test::make_node(scale == 1 ? "Div" : "Mul", scale == 1 ? std::vector<std::string>{cur, "c"}
+                                                                   : std::vector<std::string>{"c", cur}, {"s1"}));
+      cur = "s1";
+    }
+    std::map<std::string, RValue> feeds{{"q", random_uniform(g, {B, Sq, H, D})},
+                                        {"k", random_uniform(g, {B, Skv, H, D})},
+                                        {"v", random_uniform(g, {B, Skv, H, Dv})}};
+    if (mask == 1) {  // causal: key j > query i is masked (rows with nothing left give NaN alike)
+      Tensor m(DType::Bool, {Sq, Skv});
+      for (int64_t i = 0; i < Sq; ++i)
+        for (int64_t j = 0; j < Skv; ++j) m.data<bool>()[i * Skv + j] = j > i;
+      b.init("m", m);
+      b.init("fill", Tensor::scalar(-1e4f));
+      b.add(test::make_node("Where", {"m", "fill", cur}, {"s2"}));
+      cur = "s2";
+    } else if (mask >= 2) {
+      Dims md = mask == 2 ? Dims{B, 1, 1, Skv} : Dims{Sq, Skv};
+      b.input("m", md);
+      feeds["m"] = random_uniform(g, md, -3.0f, 0.0f);
+      b.add(test::make_node("Add", {cur, "m"}, {"s2"}));
+      cur = "s2";
+    }
+    b.add(test::make_node("Softmax", {cur}, {"p"}, {Attribute::make_int("axis", -1)}));
+    b.add(test::make_node("MatMul", {"p", "tv"}, {"o"}));
+    b.add(test::make_node("Transpose", {"o"}, {"out"}, {Attribute::make_ints("perm", {0, 2, 1, 3})}));
+    b.output("out");
+    if (scores_out) b.output("p");
+    std::string what = "iter " + std::to_string(iter) + " B " + std::to_string(B) + " H " + std::to_string(H) + " Sq " +
+                       std::to_string(Sq) + " Skv " + std::to_string(Skv) + " D " + std::to_string(D) + " Dv " +
+                       std::to_string(Dv);
+    auto want = run(b.m, false, feeds, 1);
+    for (int threads : {1, 2}) {
+      auto got = run(b.m, true, feeds, threads);
+      expect_close_f32(want.at("out").tensor, got.at("out").tensor, what);
+    }
+    Graph g2 = rewritten(b.m);
+    EXPECT_EQ(count_op(g2, "Attention"), scores_out ? 0 : 1) << what;
+    EXPECT_EQ(count_op(g2, "Softmax"), scores_out ? 1 : 0) << what;
+  }
+}
+
 // 3x3 stride-1 convolutions with 32 or more channels on maps of 12 x 12 outputs or more run as
 // Winograd F(2x2, 3x3) (runtime/kernels/conv_winograd.h): against the reference on odd and even
 // sizes, every pad combination of 0 and 1, channel counts that do not fill a block, with and

@@ -12,6 +12,7 @@ void register_resize_kernels(KernelRegistry&);
 void register_conv_kernels(KernelRegistry&);
 void register_pool_kernels(KernelRegistry&);
 void register_matmul_kernels(KernelRegistry&);
+void register_attention_kernels(KernelRegistry&);
 void register_reduce_kernels(KernelRegistry&);
 void register_norm_kernels(KernelRegistry&);
 void register_quant_kernels(KernelRegistry&);
@@ -32,6 +33,7 @@ void register_builtin_kernels(KernelRegistry& r) {
   register_conv_kernels(r);
   register_pool_kernels(r);
   register_matmul_kernels(r);
+  register_attention_kernels(r);
   register_reduce_kernels(r);
   register_norm_kernels(r);
   register_quant_kernels(r);

@@ -9,16 +9,12 @@
 #include <algorithm>
 
 #include "runtime/kernels/avx512_math.h"
+#include "runtime/kernels/softmax.h"
 #include "runtime/kernels/util.h"
 
 namespace t2o {
 namespace kern {
 
-enum class SoftKind { Softmax, LogSoftmax, Hardmax };
-
-// Fast path: softmax/logsoftmax over contiguous float rows.
-void softmax_rows_fast(SoftKind kind, const float* x, float* y, int64_t rows, int64_t n, int threads);
-void softmax_strided_fast(SoftKind kind, const float* x, float* y, int64_t outer, int64_t n, int64_t inner, int threads);
 
 namespace {
 
