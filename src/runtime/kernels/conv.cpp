@@ -3,6 +3,9 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/conv_ref.h"
@@ -225,9 +228,14 @@ class ConvKernel : public OpKernel {
   bool run_winograd(KernelContext& ctx, const Tensor& x, const Dims& xd, const ConvShape& s, const Dims& yd, Tensor& y,
                     const Tensor* r) {
     std::call_once(wino_once_, [this] {
+      // The direct convolution's packed weights go first (packed again should a run need them),
+      // and their pages back to the system (heap chunks this size outlive a free otherwise), so
+      // that they never coexist with the transformed ones.
+      dnnl_->drop_packed();
+#ifdef __GLIBC__
+      malloc_trim(0);
+#endif
       wino_ = kern::WinogradConv::make(const_w_, const_b_.defined() ? &const_b_ : nullptr, post_);
-      // The direct convolution's packed weights go (packed again should a run need them).
-      if (wino_) dnnl_->drop_packed();
     });
     if (!wino_) return false;
     Tensor xb = x, rb = r ? *r : Tensor(), yb = y;

@@ -40,6 +40,9 @@ class WinogradConv {
 
  private:
   WinogradConv();
+  // run() for few tiles: the threads share each phase (see there).
+  bool run_split(const float* x, int64_t N, int64_t H, int64_t W, const Dims& pads, float* y, int64_t OH, int64_t OW,
+                 const float* r, int threads);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
