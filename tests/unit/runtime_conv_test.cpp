@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -203,3 +207,69 @@ TEST(RuntimeConv, ConvIntegerPerChannelZeroPoint) {
 
 }  // namespace
 
+
+namespace {
+
+// Float weights in +-1/sqrt(fan-in) (outputs of the input's scale), whose storage reports when it is freed.
+Tensor watched_weights(std::mt19937& rng, const Dims& d, bool* freed) {
+  const float r = 1.0f / std::sqrt(static_cast<float>(d[1] * d[2] * d[3]));
+  Tensor src = test::random_uniform(rng, d, -r, r);
+  size_t n = src.nbytes();
+  void* p = std::malloc(n);
+  std::memcpy(p, src.raw(), n);
+  std::shared_ptr<void> owner(p, [freed](void* q) {
+    std::free(q);
+    *freed = true;
+  });
+  return Tensor::share(DType::Float, d, owner, p);
+}
+
+}  // namespace
+
+// Conv weights that oneDNN holds packed are not kept a second time as given: the session lets go
+// of them, runs on the packed copies at other map sizes (new layouts are packed from a rebuilt
+// copy), and model() gives them back exactly. A 3x3 conv that may go Winograd keeps its own.
+TEST(RuntimeConv, PackedWeightsReplaceTheGivenOnes) {
+  std::mt19937 rng(17);
+  bool freed1 = false, freed2 = false, freed3 = false;
+  // (The session lets go of weights of 16 KB or more.)
+  Tensor w1 = watched_weights(rng, {512, 64, 1, 1}, &freed1), w2 = watched_weights(rng, {512, 1, 3, 3}, &freed2),
+         w3 = watched_weights(rng, {32, 512, 3, 3}, &freed3);
+  std::map<std::string, Tensor> given{{"w1", w1.clone()}, {"w2", w2.clone()}, {"w3", w3.clone()}};
+  Model m;
+  m.opset_import = {{"", 17}};
+  m.graph.inputs.push_back({"x", Type::tensor(DType::Float), ""});
+  m.graph.initializers = {{"w1", w1, ""}, {"w2", w2, ""}, {"w3", w3, ""}};
+  auto pads = Attribute::make_ints("pads", {1, 1, 1, 1});
+  m.graph.nodes.push_back(test::make_node("Conv", {"x", "w1"}, {"a"}));
+  m.graph.nodes.push_back(test::make_node("Relu", {"a"}, {"r"}));
+  m.graph.nodes.push_back(test::make_node("Conv", {"r", "w2"}, {"d"}, {Attribute::make_int("group", 512), pads}));
+  m.graph.nodes.push_back(test::make_node("Conv", {"d", "w3"}, {"y"}, {pads}));
+  m.graph.outputs.push_back({"y", Type::tensor(DType::Undefined), ""});
+  Model ref_model = m;
+  for (auto& init : ref_model.graph.initializers) init.tensor = init.tensor.clone();
+  SessionOptions ro;
+  ro.fast_paths = false;
+  Session ref(ref_model, ro);
+  w1 = w2 = w3 = Tensor();
+  SessionOptions fo;
+  fo.threads = 2;
+  Session fast(std::move(m), fo);
+  EXPECT_TRUE(freed1);
+  EXPECT_TRUE(freed2);
+  EXPECT_EQ(freed3, !__builtin_cpu_supports("avx512f"));  // kept for the Winograd transform
+  for (Dims xd : {Dims{1, 64, 9, 9}, Dims{2, 64, 5, 7}, Dims{1, 64, 16, 16}}) {
+    Tensor x = test::random_uniform(rng, xd);
+    test::expect_close_f32(ref.run({{"x", x}}).at("y").tensor, fast.run({{"x", x}}).at("y").tensor,
+                           dims_to_string(xd));
+  }
+  Tensor x = test::random_uniform(rng, {1, 64, 9, 9});
+  Tensor want = ref.run({{"x", x}}).at("y").tensor;
+  auto all = fast.run_all({{"x", x}});
+  test::expect_close_f32(want, all.at("y").tensor, "run_all");
+  for (const Initializer& init : fast.model().graph.initializers)
+    if (given.count(init.name)) {
+      EXPECT_TRUE(init.tensor.equals(given.at(init.name))) << init.name;
+    }
+  test::expect_close_f32(want, fast.run({{"x", x}}).at("y").tensor, "after model()");
+}

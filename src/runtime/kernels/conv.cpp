@@ -139,9 +139,19 @@ class ConvKernel : public OpKernel {
     }
   }
 
+  // The weights as given need not stay once oneDNN holds them packed; not for a conv that may go
+  // Winograd (its transform is made from them at the first run).
+  bool can_release_constant(int i) const override {
+    return i == 1 && dnnl_ && !const_w_.defined() && dnnl_->can_release();
+  }
+  void release_constant(int i, const Tensor& placeholder) override {
+    if (i == 1 && dnnl_) dnnl_->release(placeholder);
+  }
+  Tensor restore_constant(int i) override { return i == 1 && dnnl_ ? dnnl_->plain_weights() : Tensor(); }
+
   void run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
+    const Tensor& w = ctx.input(1);  // a placeholder without data once released (oneDNN runs packed)
     const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
     const Tensor* r = ctx.has_input(3) ? &ctx.input(3) : nullptr;
     Dims xd = x.dims();
@@ -169,7 +179,9 @@ class ConvKernel : public OpKernel {
     if (y.numel() == 0 && post_.empty()) return;
     if (wino && y.numel() > 0 && run_winograd(ctx, x, xd, s, yd, y, r)) return;
     if (fast && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) return;
-    // Reference path: plain tensors in and out, converted when the neighbours are blocked.
+    // Reference path: plain tensors in and out, converted when the neighbours are blocked; released
+    // weights rebuilt from the packed copy.
+    const Tensor wp = dnnl_ && !w.raw() && w.numel() > 0 ? dnnl_->plain_weights() : w;
     Tensor xp = plain_of(x, src_blk_, xd[1]);
     Tensor yp = dst_blk_ ? Tensor(x.dtype(), yd) : y;
     bool head_ran = false;  // the conv and the post-ops before the sum ran on oneDNN
@@ -181,11 +193,11 @@ class ConvKernel : public OpKernel {
             false, group_, std::vector<kern::ConvPostOp>(post_.begin(), post_.begin() + static_cast<long>(head_len())));
         head_->set_layout(src_blk_, 0, 0);
       });
-      head_ran = head_->run(x, w, b, s.g, yp);
+      head_ran = head_->run(x, wp, b, s.g, yp);
     }
     if (!head_ran) {
       Geom g3 = s.g.as_3d();
-      with_float_buffers(ctx, xp, w, b, yp, [&](const auto* xq, const auto* wq, const auto* bq, auto* yq) {
+      with_float_buffers(ctx, xp, wp, b, yp, [&](const auto* xq, const auto* wq, const auto* bq, auto* yq) {
         kern::conv_ref(xq, wq, bq, yq, s.n, s.c, s.m, group_, g3, ctx.threads());
       });
     }

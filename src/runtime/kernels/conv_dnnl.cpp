@@ -269,8 +269,20 @@ struct DnnlConv::Impl {
   std::mutex mu;
   std::map<Dims, std::shared_ptr<const Entry>> cache;
   bool constant = false;
-  Tensor const_w;
+  Tensor const_w;  // no data after release() until plain_locked() rebuilds it
   std::vector<std::pair<memory::desc, memory>> packed;  // constant weights per oneDNN layout
+
+  // The constant weights as given; after a release, rebuilt from the first packed copy (an exact
+  // reorder) and kept. Caller holds mu.
+  const Tensor& plain_locked() {
+    if (const_w.raw() || const_w.numel() == 0 || packed.empty()) return const_w;
+    Tensor t = Tensor::uninitialized(DType::Float, const_w.dims());
+    memory to(user_weights_desc(transpose, group, const_w.dims()), engine(), t.raw());
+    reorder(packed.front().second, to);
+    stream().wait();
+    const_w = t;
+    return const_w;
+  }
 
   // A blocked neighbour fixes the layout; otherwise oneDNN picks one and we reorder. `all_blocked`
   // fixes the other side blocked too.
@@ -304,6 +316,7 @@ struct DnnlConv::Impl {
     std::lock_guard<std::mutex> lock(mu);
     for (auto& [d, m] : packed)
       if (d == md) return m;
+    plain_locked();
     memory user(user_weights_desc(transpose, group, const_w.dims()), engine(), const_cast<void*>(const_w.raw()));
     memory m(md, engine());
     reorder(user, m);
@@ -339,6 +352,24 @@ void DnnlConv::prepack(const Tensor& w, const Tensor* bias, int64_t channels, co
   } catch (const dnnl::error&) {
     // Packed lazily at the first run instead.
   }
+}
+
+bool DnnlConv::can_release() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->constant && !impl_->packed.empty() && impl_->const_w.raw();
+}
+
+bool DnnlConv::release(const Tensor& placeholder) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& s = *impl_;
+  if (!s.constant || s.packed.empty() || placeholder.dims() != s.const_w.dims() || placeholder.raw()) return false;
+  s.const_w = placeholder;
+  return true;
+}
+
+Tensor DnnlConv::plain_weights() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->plain_locked();
 }
 
 void DnnlConv::drop_packed() {
@@ -432,7 +463,12 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
   }
   memory wei;
   if (s.constant) {
-    wei = e.wei_re ? s.packed_for(e.wei_md) : memory(e.wei_user, engine(), const_cast<void*>(s.const_w.raw()));
+    if (e.wei_re) {
+      wei = s.packed_for(e.wei_md);
+    } else {
+      std::lock_guard<std::mutex> lock(s.mu);
+      wei = memory(e.wei_user, engine(), const_cast<void*>(s.plain_locked().raw()));
+    }
   } else {
     memory wu(e.wei_user, engine(), const_cast<void*>(w.raw()));
     if (e.wei_re) {

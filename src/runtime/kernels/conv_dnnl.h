@@ -60,6 +60,13 @@ class DnnlConv {
   // Frees the packed copies of the constant weights (another path computes this conv); a later
   // run packs again.
   void drop_packed();
+  // Whether the constant weights have a packed copy that can stand for them (see release).
+  bool can_release() const;
+  // From now on the constant weights are `placeholder` (their dims, no data): runs use the packed
+  // copies, and the weights as given are rebuilt from them (exactly) if something needs them.
+  bool release(const Tensor& placeholder);
+  // The constant weights as given (rebuilt after a release).
+  Tensor plain_weights();
 
  private:
   struct Impl;
