@@ -213,15 +213,7 @@ namespace {
 // Float weights in +-1/sqrt(fan-in) (outputs of the input's scale), whose storage reports when it is freed.
 Tensor watched_weights(std::mt19937& rng, const Dims& d, bool* freed) {
   const float r = 1.0f / std::sqrt(static_cast<float>(d[1] * d[2] * d[3]));
-  Tensor src = test::random_uniform(rng, d, -r, r);
-  size_t n = src.nbytes();
-  void* p = std::malloc(n);
-  std::memcpy(p, src.raw(), n);
-  std::shared_ptr<void> owner(p, [freed](void* q) {
-    std::free(q);
-    *freed = true;
-  });
-  return Tensor::share(DType::Float, d, owner, p);
+  return test::watched(test::random_uniform(rng, d, -r, r), freed);
 }
 
 }  // namespace

@@ -201,31 +201,14 @@ TEST(RuntimeMatmul, FuzzNeverCrashes) {
 
 }  // namespace
 
-namespace {
-
-// A float tensor whose storage reports when it is freed.
-Tensor watched(std::mt19937& rng, const Dims& d, bool* freed) {
-  Tensor src = random_normal(rng, d);
-  size_t n = src.nbytes();
-  void* p = std::malloc(n);
-  std::memcpy(p, src.raw(), n);
-  std::shared_ptr<void> owner(p, [freed](void* q) {
-    std::free(q);
-    *freed = true;
-  });
-  return Tensor::share(DType::Float, d, owner, p);
-}
-
-}  // namespace
-
 // Weights that every reader keeps packed are not kept a second time as given: the session lets
 // go of them (the storage is freed), runs on the packed copies at any batch, and rebuilds the
 // weights exactly when model() or run_all asks. A weight that another op reads stays.
 TEST(RuntimeMatmul, PackedWeightsReplaceTheGivenOnes) {
   std::mt19937 rng(5);
   bool freed1 = false, freed2 = false, freed3 = false;
-  Tensor w1 = watched(rng, {96, 128}, &freed1), w2 = watched(rng, {64, 128}, &freed2),
-         w3 = watched(rng, {64, 64}, &freed3);
+  Tensor w1 = watched(random_normal(rng, {96, 128}), &freed1), w2 = watched(random_normal(rng, {64, 128}), &freed2),
+         w3 = watched(random_normal(rng, {64, 64}), &freed3);
   Tensor w1_copy = w1.clone(), w2_copy = w2.clone(), w3_copy = w3.clone();
   Model m;
   m.opset_import = {{"", 17}};

@@ -6,7 +6,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -174,6 +177,18 @@ inline void differential(const Model& m, const std::vector<In>& ins, bool check_
     expect_close(ref[k], fast[k], 1e-4, check_dtype);
     expect_close(ref[k], fast2[k], 1e-4, check_dtype);
   }
+}
+
+// A copy of `src` in storage that sets *freed when it is freed (to see a session let go of it).
+inline Tensor watched(const Tensor& src, bool* freed) {
+  size_t n = src.nbytes();
+  void* p = std::malloc(n);
+  std::memcpy(p, src.raw(), n);
+  std::shared_ptr<void> owner(p, [freed](void* q) {
+    std::free(q);
+    *freed = true;
+  });
+  return Tensor::share(src.dtype(), src.dims(), owner, p);
 }
 
 }  // namespace t2o::test
