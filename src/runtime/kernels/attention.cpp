@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/kernels/avx512_math.h"
@@ -134,23 +135,14 @@ T2O_AVX512 void context_block(const float* p, int64_t lds, const float* v, int64
 
 T2O_AVX512_WARNINGS_ON
 
-// Up to kRows rows of either kernel.
-void scores_any(int rows, const float* q, int64_t qs, const float* kt, int64_t ldk, int64_t D, float scale, float* s,
-                int64_t lds) {
+// f(std::integral_constant<int, R>) for R = rows, 1 <= rows <= kRows.
+template <typename F>
+void with_rows(int rows, F&& f) {
   switch (rows) {
-    case 4: return scores_block<4>(q, qs, kt, ldk, D, scale, s, lds);
-    case 3: return scores_block<3>(q, qs, kt, ldk, D, scale, s, lds);
-    case 2: return scores_block<2>(q, qs, kt, ldk, D, scale, s, lds);
-    default: return scores_block<1>(q, qs, kt, ldk, D, scale, s, lds);
-  }
-}
-void context_any(int rows, const float* p, int64_t lds, const float* v, int64_t vs, int64_t Skv, int64_t Dv, float* y,
-                 int64_t ys) {
-  switch (rows) {
-    case 4: return context_block<4>(p, lds, v, vs, Skv, Dv, y, ys);
-    case 3: return context_block<3>(p, lds, v, vs, Skv, Dv, y, ys);
-    case 2: return context_block<2>(p, lds, v, vs, Skv, Dv, y, ys);
-    default: return context_block<1>(p, lds, v, vs, Skv, Dv, y, ys);
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    default: return f(std::integral_constant<int, 1>{});
   }
 }
 
@@ -229,11 +221,11 @@ class AttentionKernel : public OpKernel {
           transpose_k(kh, ok.ss, Skv, D, kt.data(), ldk);
           for (int64_t i = 0; i < Sq; i += kRows) {
             int rows = static_cast<int>(std::min<int64_t>(kRows, Sq - i));
-            scores_any(rows, qh + i * oq.ss, oq.ss, kt.data(), ldk, D, scale_, s.data(), ldk);
+            with_rows(rows, [&](auto r) { scores_block<r()>(qh + i * oq.ss, oq.ss, kt.data(), ldk, D, scale_, s.data(), ldk); });
             if (mt) apply_mask(*mt, ms, b, h, i, rows, s.data(), ldk, Skv);
             for (int r = 0; r < rows; ++r)
               kern::softmax_rows_fast(kern::SoftKind::Softmax, s.data() + r * ldk, s.data() + r * ldk, 1, Skv, 1);
-            context_any(rows, s.data(), ldk, vh, ov.ss, Skv, Dv, yh + i * ys, ys);
+            with_rows(rows, [&](auto r) { context_block<r()>(s.data(), ldk, vh, ov.ss, Skv, Dv, yh + i * ys, ys); });
           }
           continue;
         }
