@@ -53,18 +53,13 @@ void print_warning(const std::string& msg) {
 
 int main(int argc, char** argv) {
   using namespace t2o::cli;
-  // Commands that execute models re-run themselves with a chosen OpenMP wait policy (session.h).
+  // Commands whose point is running models re-run themselves with a chosen OpenMP wait policy
+  // (session.h). convert, verify and optimize run a model only a few times to prove or compare
+  // it: a second process start (dynamic linking of libtorch, ~1 s) costs more than the policy
+  // saves them, so they keep libgomp's default.
   if (argc > 1) {
     std::string cmd = argv[1];
-    bool verifies = false, no_optimize = false;
-    for (int i = 2; i < argc; ++i) {
-      verifies |= std::string(argv[i]) == "--verify";
-      no_optimize |= std::string(argv[i]) == "--no-optimize";
-    }
-    // convert proves its optimization on the runtime unless --no-optimize.
-    if (cmd == "run" || cmd == "verify" || (cmd == "convert" && (verifies || !no_optimize)) ||
-        (cmd == "optimize" && verifies) || cmd == "quantize")
-      t2o::choose_omp_wait(argv);
+    if (cmd == "run" || cmd == "quantize") t2o::choose_omp_wait(argv);
   }
   CLI::App app{
       "torch2onnx: turn a TorchScript model into a checked, verified ONNX model, and run ONNX models on the CPU.\n\n"
