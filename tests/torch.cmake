@@ -4,7 +4,7 @@ set(T2O_TORCH_PYTHON /usr/bin/python3 CACHE FILEPATH "Python with torch, for the
 set(T2O_TORCH_FIXTURES ${CMAKE_BINARY_DIR}/torch_fixtures)
 
 add_executable(torch_e2e_test ${CMAKE_CURRENT_SOURCE_DIR}/e2e/torch_e2e_test.cpp)
-target_link_libraries(torch_e2e_test PRIVATE t2o_torch t2o_onnx t2o_passes GTest::gtest_main)
+target_link_libraries(torch_e2e_test PRIVATE t2o_verify t2o_torch t2o_onnx t2o_passes GTest::gtest_main)
 target_compile_definitions(torch_e2e_test PRIVATE T2O_TORCH_FIXTURES="${T2O_TORCH_FIXTURES}"
                            T2O_ORT_RUN="${CMAKE_CURRENT_SOURCE_DIR}/interop/ort_run.js")
 
@@ -12,12 +12,15 @@ add_test(NAME torch_fixtures
          COMMAND ${T2O_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/models/fixtures.py ${T2O_TORCH_FIXTURES})
 set_tests_properties(torch_fixtures PROPERTIES FIXTURES_SETUP torch_fixtures LABELS "e2e;interop" TIMEOUT 900)
 
-# The fixture list is known only after the setup test ran, so each label runs the suite as one test.
-add_test(NAME torch_e2e COMMAND torch_e2e_test --gtest_filter=*E2E.Converts/*:E2ESource.*)
-set_tests_properties(torch_e2e PROPERTIES FIXTURES_REQUIRED torch_fixtures LABELS e2e TIMEOUT 3600)
-add_test(NAME torch_interop COMMAND torch_e2e_test --gtest_filter=*E2E.MatchesOnnxRuntime/*)
-set_tests_properties(torch_interop PROPERTIES FIXTURES_REQUIRED torch_fixtures LABELS interop TIMEOUT 3600
-                     ENVIRONMENT "NODE_PATH=$ENV{HOME}/.cache/torch2onnx/node_modules")
+# The fixture list is known only after the setup test ran, so the suite runs as gtest shards, one
+# ctest test each (two, so that ctest -j2 keeps both cores busy). Each (fixture, opset) converts
+# once; the converted file then runs in ONNX Runtime (one node process per shard) and, at opsets 11
+# and 17, through `verify` against PyTorch on the t2o runtime.
+foreach(shard 0 1)
+  add_test(NAME torch_e2e.${shard} COMMAND torch_e2e_test --gtest_filter=*E2E.ConvertsAndMatchesOnnxRuntime/*:E2ESource.*)
+  set_tests_properties(torch_e2e.${shard} PROPERTIES FIXTURES_REQUIRED torch_fixtures LABELS "e2e;interop" TIMEOUT 3600
+                       ENVIRONMENT "GTEST_TOTAL_SHARDS=2;GTEST_SHARD_INDEX=${shard};NODE_PATH=$ENV{HOME}/.cache/torch2onnx/node_modules")
+endforeach()
 
 # Full-size torchvision classification models through the CLI, checked in ONNX Runtime at batch 1 and 3
 # (a high COST starts them first under ctest -j). Registered only with the torch2onnx executable, which

@@ -16,12 +16,9 @@ add_executable(verify_e2e_test ${CMAKE_CURRENT_SOURCE_DIR}/e2e/verify_e2e_test.c
 target_link_libraries(verify_e2e_test PRIVATE t2o_onnx nlohmann_json::nlohmann_json GTest::gtest_main)
 add_dependencies(verify_e2e_test torch2onnx)
 target_compile_definitions(verify_e2e_test PRIVATE T2O_CLI="$<TARGET_FILE:torch2onnx>"
-                           T2O_VERIFY_FIXTURES="${T2O_VERIFY_FIXTURES}" T2O_TORCH_FIXTURES="${T2O_TORCH_FIXTURES}")
+                           T2O_VERIFY_FIXTURES="${T2O_VERIFY_FIXTURES}")
 add_test(NAME verify_e2e COMMAND verify_e2e_test --gtest_filter=VerifyE2E.*)
 set_tests_properties(verify_e2e PROPERTIES FIXTURES_REQUIRED verify_fixtures LABELS e2e TIMEOUT 900)
-# verify passes on every converter fixture (tests/models/fixtures.py).
-add_test(NAME verify_converter_fixtures COMMAND verify_e2e_test --gtest_filter=*VerifyFixtures*)
-set_tests_properties(verify_converter_fixtures PROPERTIES FIXTURES_REQUIRED torch_fixtures LABELS e2e TIMEOUT 3600)
 
 # --report pages end to end (the graph is drawn by Graphviz's dot, a setup.sh package).
 add_executable(report_e2e_test ${CMAKE_CURRENT_SOURCE_DIR}/e2e/report_e2e_test.cpp)

@@ -1,6 +1,8 @@
 // End-to-end: every fixture from tests/models converts at opsets 9-13 and 17, passes the onnx
-// checker, and (Interop) ONNX Runtime reproduces PyTorch's outputs. Below a fixture's min_opset the
-// conversion must fail with exit 3, naming the op, its source line and the opset it needs.
+// checker, and ONNX Runtime reproduces PyTorch's outputs from the converted file; at opsets 11 and
+// 17 `verify` (PyTorch against the t2o runtime, two samples of fresh inputs) passes too. Below a
+// fixture's min_opset the conversion must fail with exit 3, naming the op, its source line and the
+// opset it needs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "onnx/check.h"
@@ -18,6 +22,7 @@
 #include "passes/passes.h"
 #include "torch/convert.h"
 #include "torch/inspect_torch.h"
+#include "verify/verify.h"
 
 namespace fs = std::filesystem;
 using namespace t2o;
@@ -29,8 +34,8 @@ std::string fixture_dir() {
   return e ? e : T2O_TORCH_FIXTURES;
 }
 
-// Scratch space of this process: ctest runs the Converts and MatchesOnnxRuntime suites in
-// parallel, and they must not see (or delete) each other's files.
+// Scratch space of this process: ctest runs shards of the suite in parallel, and they must not
+// see (or delete) each other's files.
 struct Scratch {
   fs::path dir = fs::temp_directory_path() / ("t2o_e2e_" + std::to_string(::getpid()));
   Scratch() { fs::create_directories(dir); }
@@ -168,7 +173,123 @@ std::string convert_fixture(const Param& p, const Spec& spec) {
   return out.string();
 }
 
-TEST_P(E2E, Converts) {
+// ONNX Runtime in one node process for the whole run (tests/interop/ort_run.js --serve): a
+// request is "MODEL<TAB>IN_DIR<TAB>OUT_DIR", the answer "ok" or "error MESSAGE".
+class OrtServer {
+ public:
+  ~OrtServer() {
+    if (pid_ <= 0) return;
+    ::close(to_);
+    std::fclose(from_);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+  // "" when ONNX Runtime wrote the outputs, else why not.
+  std::string run(const std::string& model, const std::string& in_dir, const std::string& out_dir) {
+    if (pid_ <= 0 && !start()) return "cannot start node " + std::string(T2O_ORT_RUN);
+    std::string req = model + "\t" + in_dir + "\t" + out_dir + "\n";
+    if (::write(to_, req.data(), req.size()) != static_cast<ssize_t>(req.size())) return stop("node stopped reading");
+    char buf[4096];
+    std::string line;
+    while (std::fgets(buf, sizeof buf, from_)) {
+      line += buf;
+      if (!line.empty() && line.back() == '\n') break;
+    }
+    if (line.empty() || line.back() != '\n') return stop("node exited without an answer");
+    line.pop_back();
+    return line == "ok" ? "" : line;
+  }
+
+ private:
+  bool start() {
+    int in[2], out[2];
+    if (::pipe(in) != 0) return false;
+    if (::pipe(out) != 0) return false;
+    pid_ = ::fork();
+    if (pid_ < 0) return false;
+    if (pid_ == 0) {
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+      ::execlp("node", "node", T2O_ORT_RUN, "--serve", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    to_ = in[1];
+    from_ = ::fdopen(out[0], "r");
+    ::signal(SIGPIPE, SIG_IGN);  // a server that died shows as a failed write, not a dead test
+    return from_ != nullptr;
+  }
+  std::string stop(const std::string& why) {
+    this->~OrtServer();
+    pid_ = -1;
+    return why;
+  }
+  pid_t pid_ = -1;
+  int to_ = -1;
+  FILE* from_ = nullptr;
+};
+
+OrtServer& ort_server() {
+  static OrtServer s;
+  return s;
+}
+
+void expect_close(const Tensor& want, const Tensor& got, double rtol, double atol, const std::string& what) {
+  ASSERT_EQ(want.dims(), got.dims()) << what << ": shape";
+  int64_t bad = 0;
+  double worst = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double a = want.as_double(i), b = got.as_double(i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    double err = std::fabs(a - b);
+    if (err > atol + rtol * std::fabs(a)) ++bad, worst = std::max(worst, err);
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << want.numel() << " elements differ, worst |diff| " << worst;
+}
+
+// ONNX Runtime runs the converted file on the inputs the model was converted with, then (for
+// dynamic fixtures) on inputs at other sizes, and must reproduce PyTorch's outputs.
+void expect_onnx_runtime_matches(const Param& p, const Spec& spec, const std::string& path) {
+  std::string dir = fixture_dir() + "/" + p.name;
+  for (const std::string& in_dir : {dir, dir + "/alt"}) {
+    if (!fs::exists(in_dir + "/input_0.npy")) continue;
+    std::string tag = in_dir == dir ? "" : " (alt sizes)";
+    fs::path out_dir = scratch_dir() / ("ort_" + p.name + "_" + std::to_string(p.opset));
+    fs::remove_all(out_dir);
+    std::string err = ort_server().run(path, in_dir, out_dir.string());
+    ASSERT_EQ(err, "") << "ONNX Runtime on " << path << tag;
+    for (int k = 0; fs::exists(in_dir + "/output_" + std::to_string(k) + ".npy"); ++k) {
+      std::string f = "/output_" + std::to_string(k) + ".npy";
+      ASSERT_TRUE(fs::exists(out_dir.string() + f)) << "ONNX Runtime gave fewer outputs than PyTorch" << tag;
+      expect_close(read_npy(in_dir + f), read_npy(out_dir.string() + f), spec.rtol, spec.atol,
+                   "output " + std::to_string(k) + tag);
+    }
+    fs::remove_all(out_dir);
+  }
+}
+
+// `verify` as `torch2onnx verify MODEL.pt FILE --samples 2 --input ...` runs it: fresh inputs from
+// the fixture's sizes (and its saved inputs for fixtures whose shapes depend on values).
+void expect_verify_passes(const Param& p, const Spec& spec, const std::string& path) {
+  std::string dir = fixture_dir() + "/" + p.name;
+  VerifyOptions v;
+  v.inputs = spec.opts.inputs;
+  v.samples = 2;
+  v.tol = {spec.rtol, spec.atol};
+  if (spec.data)
+    for (size_t k = 0; k < v.inputs.size(); ++k) v.data[v.inputs[k].name] = dir + "/input_" + std::to_string(k) + ".npy";
+  v.warn = [](const std::string&) {};
+  try {
+    VerifyReport r = verify_model(dir + "/model.pt", path, v);
+    EXPECT_TRUE(r.ok()) << format_report(r);
+  } catch (const Error& e) {
+    FAIL() << "verify: exit " << e.exit_code() << ": " << e.what();
+  }
+}
+
+TEST_P(E2E, ConvertsAndMatchesOnnxRuntime) {
   const Param& p = GetParam();
   ASSERT_NE(p.name, "MISSING_FIXTURES") << "no fixtures in " << fixture_dir();
   Spec spec = read_spec(fixture_dir() + "/" + p.name);
@@ -192,58 +313,18 @@ TEST_P(E2E, Converts) {
     }
     return;
   }
-  try {
-    std::string path = convert_fixture(p, spec);
-    if (!path.empty() && !std::getenv("T2O_E2E_KEEP")) fs::remove(path);
-  } catch (const Error& e) {
-    FAIL() << "exit " << e.exit_code() << ": " << e.what() << "\nhint: " << e.hint();
-  }
-}
-
-void expect_close(const Tensor& want, const Tensor& got, double rtol, double atol, const std::string& what) {
-  ASSERT_EQ(want.dims(), got.dims()) << what << ": shape";
-  int64_t bad = 0;
-  double worst = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double a = want.as_double(i), b = got.as_double(i);
-    if (std::isnan(a) && std::isnan(b)) continue;
-    double err = std::fabs(a - b);
-    if (err > atol + rtol * std::fabs(a)) ++bad, worst = std::max(worst, err);
-  }
-  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << want.numel() << " elements differ, worst |diff| " << worst;
-}
-
-TEST_P(E2E, MatchesOnnxRuntime) {
-  const Param& p = GetParam();
-  ASSERT_NE(p.name, "MISSING_FIXTURES");
-  std::string dir = fixture_dir() + "/" + p.name;
-  Spec spec = read_spec(dir);
-  if (p.opset < spec.min_opset || spec.expect_exit) GTEST_SKIP();
   std::string path;
   try {
     path = convert_fixture(p, spec);
   } catch (const Error& e) {
-    FAIL() << "exit " << e.exit_code() << ": " << e.what();
+    FAIL() << "exit " << e.exit_code() << ": " << e.what() << "\nhint: " << e.hint();
   }
-  // The inputs the model was converted with, then (for dynamic fixtures) inputs at other sizes.
-  for (const std::string& in_dir : {dir, dir + "/alt"}) {
-    if (!fs::exists(in_dir + "/input_0.npy")) continue;
-    std::string tag = in_dir == dir ? "" : " (alt sizes)";
-    fs::path out_dir = scratch_dir() / ("ort_" + p.name + "_" + std::to_string(p.opset));
-    fs::remove_all(out_dir);
-    std::string cmd = "node '" + std::string(T2O_ORT_RUN) + "' '" + path + "' '" + in_dir + "' '" + out_dir.string() + "'";
-    int rc = std::system(cmd.c_str());
-    ASSERT_EQ(rc, 0) << cmd;
-    for (int k = 0; fs::exists(in_dir + "/output_" + std::to_string(k) + ".npy"); ++k) {
-      std::string f = "/output_" + std::to_string(k) + ".npy";
-      ASSERT_TRUE(fs::exists(out_dir.string() + f)) << "ONNX Runtime gave fewer outputs than PyTorch" << tag;
-      expect_close(read_npy(in_dir + f), read_npy(out_dir.string() + f), spec.rtol, spec.atol,
-                   "output " + std::to_string(k) + tag);
-    }
-    fs::remove_all(out_dir);
-  }
-  fs::remove(path);
+  if (path.empty()) return;
+  expect_onnx_runtime_matches(p, spec, path);
+  if (p.opset == 11 || p.opset == 17) expect_verify_passes(p, spec, path);
+  if (!std::getenv("T2O_E2E_KEEP")) fs::remove(path);
 }
+
 
 // After inlining, a node's own range is torch's conv.py; doc_strings must name the user's file.
 TEST(E2ESource, ConvDocStringNamesFixtureFile) {

@@ -1,5 +1,7 @@
 // Runs an ONNX model in ONNX Runtime (onnxruntime-node): node ort_run.js MODEL.onnx IN_DIR OUT_DIR
 // Reads IN_DIR/input_K.npy in graph-input order, writes OUT_DIR/output_K.npy in graph-output order.
+// node ort_run.js --serve: the same for each line "MODEL<TAB>IN_DIR<TAB>OUT_DIR" read from stdin,
+// answering "ok" or "error MESSAGE" on a line of stdout (one process for many models).
 // Set NODE_PATH to the node_modules holding onnxruntime-node (default ~/.cache/torch2onnx/node_modules).
 'use strict';
 const fs = require('fs');
@@ -55,14 +57,34 @@ function writeNpy(file, t) {
   fs.writeFileSync(file, Buffer.concat([pre, Buffer.from(header, 'latin1'), body]));
 }
 
-async function main() {
-  const [model, inDir, outDir] = process.argv.slice(2);
+async function runModel(model, inDir, outDir) {
   const session = await ort.InferenceSession.create(model, { graphOptimizationLevel: 'disabled' });
   const feeds = {};
   session.inputNames.forEach((name, k) => { feeds[name] = readNpy(path.join(inDir, `input_${k}.npy`)); });
   const results = await session.run(feeds);
   fs.mkdirSync(outDir, { recursive: true });
   session.outputNames.forEach((name, k) => writeNpy(path.join(outDir, `output_${k}.npy`), results[name]));
+}
+
+async function serve() {
+  const lines = require('readline').createInterface({ input: process.stdin, terminal: false });
+  for await (const line of lines) {
+    const [model, inDir, outDir] = line.split('\t');
+    let answer = 'ok';
+    try {
+      if (!outDir) throw new Error('expected MODEL<TAB>IN_DIR<TAB>OUT_DIR, got: ' + line);
+      await runModel(model, inDir, outDir);
+    } catch (e) {
+      answer = 'error ' + String(e && e.message || e).replace(/\s+/g, ' ');
+    }
+    process.stdout.write(answer + '\n');
+  }
+}
+
+async function main() {
+  if (process.argv[2] === '--serve') return serve();
+  const [model, inDir, outDir] = process.argv.slice(2);
+  await runModel(model, inDir, outDir);
 }
 
 main().catch(e => { console.error(String(e && e.message || e)); process.exit(1); });
