@@ -115,6 +115,15 @@ const Type* PassContext::type(const std::string& name) {
   return it == impl_->types.end() ? nullptr : &it->second;
 }
 
+const std::unordered_map<std::string, Type>* PassContext::inferred_types() const {
+  return impl_->typed ? &impl_->types : nullptr;
+}
+
+void PassContext::start_from_types(const std::unordered_map<std::string, Type>& types) {
+  impl_->types = types;
+  impl_->typed = true;
+}
+
 void PassContext::set_type(const std::string& name, const Type& t) {
   if (!impl_->typed) type(name);
   impl_->types[name] = t;

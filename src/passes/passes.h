@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -123,6 +124,11 @@ class PassContext {
   // keep names' values, so a type stays true while its name exists.
   const Type* type(const std::string& name);
   void set_type(const std::string& name, const Type& t);
+  // The types this context inferred (null before the first type()), and a way to start a later
+  // context from them: valid only while the model is unchanged since (the pipeline hands them
+  // from a pass that rewrote nothing to the next, sparing a shape inference).
+  const std::unordered_map<std::string, Type>* inferred_types() const;
+  void start_from_types(const std::unordered_map<std::string, Type>& types);
   // A value name (or node name, with `node`) that exists nowhere in the model yet.
   std::string fresh(const std::string& hint, bool node = false);
 

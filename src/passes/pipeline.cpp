@@ -5,7 +5,9 @@
 // rewrite, whose node is named. The pass is rolled back for the whole model, and the pipeline
 // runs again without it.
 #include <chrono>
+#include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "onnx/check.h"
 #include "passes/graph_util.h"
@@ -49,6 +51,8 @@ PipelineRun run_pipeline(const Model& input, const std::vector<const Pass*>& pip
   PipelineRun r;
   r.result = passes::deep_copy(input);
   r.snapshots.push_back(passes::deep_copy(input));
+  // Types of r.result as it is now, from the last pass that inferred them and rewrote nothing.
+  std::optional<std::unordered_map<std::string, Type>> known;
   for (int round = 0; round < kMaxRounds; ++round) {
     bool changed = false;
     for (size_t i = 0; i < pipeline.size(); ++i) {
@@ -58,9 +62,14 @@ PipelineRun run_pipeline(const Model& input, const std::vector<const Pass*>& pip
                  std::to_string(pipeline.size()) + " (" + pipeline[i]->name + ")");
       auto t0 = Clock::now();
       PassContext ctx(r.result);
+      if (known) ctx.start_from_types(*known);
       int n = pipeline[i]->run(r.result, ctx);
       stats[i].ms += ms_since(t0);
-      if (n <= 0) continue;
+      if (n <= 0) {
+        if (!known && ctx.inferred_types()) known = *ctx.inferred_types();
+        continue;
+      }
+      known.reset();
       stats[i].runs += 1;
       stats[i].rewrites += n;
       r.apps.push_back({i, n});
