@@ -18,7 +18,7 @@ set_tests_properties(torch_fixtures PROPERTIES FIXTURES_SETUP torch_fixtures LAB
 # and 17, through `verify` against PyTorch on the t2o runtime.
 foreach(shard 0 1)
   add_test(NAME torch_e2e.${shard} COMMAND torch_e2e_test --gtest_filter=*E2E.ConvertsAndMatchesOnnxRuntime/*:E2ESource.*)
-  set_tests_properties(torch_e2e.${shard} PROPERTIES FIXTURES_REQUIRED torch_fixtures LABELS "e2e;interop" TIMEOUT 3600
+  set_tests_properties(torch_e2e.${shard} PROPERTIES FIXTURES_REQUIRED torch_fixtures LABELS "e2e;interop" TIMEOUT 3600 COST 2000
                        ENVIRONMENT "GTEST_TOTAL_SHARDS=2;GTEST_SHARD_INDEX=${shard};NODE_PATH=$ENV{HOME}/.cache/torch2onnx/node_modules")
 endforeach()
 
