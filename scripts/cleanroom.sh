@@ -13,7 +13,11 @@
 # Needs root (debootstrap, chroot, mounts). The chroot shares this machine's network, which here
 # reaches only the package mirror apt uses and the npm registry. What is cached: the bare
 # debootstrap root, keyed on the suite, mirror, variant and the packages it includes. Never cached:
-# the packages setup installs, ONNX Runtime's Node package, and the project's build (no ccache).
+# the packages setup installs, ONNX Runtime's Node package, and the project's build. The build
+# compiles through this machine's ccache when it has one (bind-mounted): a cached object stands for a
+# compilation with the same compiler, flags and header contents, so a header that setup forgot
+# still fails the build (ccache looks headers up, finds none, and compiles), and linking and
+# everything after it run as on a new machine.
 # Exit code: 0 when both quick-start commands pass, 1 when one fails, 2 when the clean room itself
 # could not be made.
 set -euo pipefail
@@ -66,6 +70,8 @@ cleanup() {
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
   if [[ ${T2O_CLEANROOM_KEEP:-0} == 1 ]]; then
     log "kept $R"
+  elif grep -q " $WORK/" /proc/mounts; then
+    log "left $WORK: something is still mounted in it (the machine's ccache must not be removed with it)"
   else
     rm -rf "$WORK"
   fi
@@ -104,6 +110,12 @@ for m in proc sys dev dev/pts; do
 done
 mkdir -p "$R/dev/shm" 2>/dev/null || true
 mount -t tmpfs shm "$R/dev/shm" && mounted+=("$R/dev/shm")
+CCACHE_ENV=(CCACHE_DISABLE=1)
+if command -v ccache >/dev/null && cache=$(ccache -k cache_dir 2>/dev/null) && [[ -d $cache ]]; then
+  mkdir -p "$R/root/.cache/ccache"
+  mount --bind "$cache" "$R/root/.cache/ccache" && mounted+=("$R/root/.cache/ccache") &&
+    CCACHE_ENV=(CCACHE_DIR=/root/.cache/ccache) && log "compiling through this machine's ccache ($cache)"
+fi
 
 # The checkout as git sees it (tracked files and new ones not ignored): no build folders, no caches.
 mkdir -p "$R/root/torch2onnx"
@@ -114,7 +126,7 @@ log "checkout copied: $(find "$R/root/torch2onnx" -type f | wc -l) files into $R
 
 run_in_root() {
   chroot "$R" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    LANG=C.UTF-8 TERM=dumb CCACHE_DISABLE=1 "${CA_ENV[@]}" /bin/bash -c "cd /root/torch2onnx && $*"
+    LANG=C.UTF-8 TERM=dumb "${CCACHE_ENV[@]}" "${CA_ENV[@]}" /bin/bash -c "cd /root/torch2onnx && $*"
 }
 
 status=0
