@@ -177,13 +177,7 @@ std::string convert_fixture(const Param& p, const Spec& spec) {
 // request is "MODEL<TAB>IN_DIR<TAB>OUT_DIR", the answer "ok" or "error MESSAGE".
 class OrtServer {
  public:
-  ~OrtServer() {
-    if (pid_ <= 0) return;
-    ::close(to_);
-    std::fclose(from_);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-  }
+  ~OrtServer() { close(); }
   // "" when ONNX Runtime wrote the outputs, else why not.
   std::string run(const std::string& model, const std::string& in_dir, const std::string& out_dir) {
     if (pid_ <= 0 && !start()) return "cannot start node " + std::string(T2O_ORT_RUN);
@@ -204,9 +198,12 @@ class OrtServer {
   bool start() {
     int in[2], out[2];
     if (::pipe(in) != 0) return false;
-    if (::pipe(out) != 0) return false;
+    if (::pipe(out) != 0) return ::close(in[0]), ::close(in[1]), false;
     pid_ = ::fork();
-    if (pid_ < 0) return false;
+    if (pid_ < 0) {
+      for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+      return false;
+    }
     if (pid_ == 0) {
       ::dup2(in[0], 0);
       ::dup2(out[1], 1);
@@ -221,9 +218,16 @@ class OrtServer {
     ::signal(SIGPIPE, SIG_IGN);  // a server that died shows as a failed write, not a dead test
     return from_ != nullptr;
   }
+  // Ends the server: its stdin closes, so it finishes and exits.
+  void close() {
+    if (to_ >= 0) ::close(to_);
+    if (from_) std::fclose(from_);
+    int status = 0;
+    if (pid_ > 0) ::waitpid(pid_, &status, 0);
+    pid_ = -1, to_ = -1, from_ = nullptr;
+  }
   std::string stop(const std::string& why) {
-    this->~OrtServer();
-    pid_ = -1;
+    close();
     return why;
   }
   pid_t pid_ = -1;
