@@ -1,6 +1,6 @@
 # Quantizer tests (included from tests/CMakeLists.txt): unit tests of t2o_quant and its command,
 # and a check that ONNX Runtime runs the quantized files as our runtime does.
-foreach(name quant_test quant_cli_test quant_interop_test fp16_test)
+foreach(name quant_test quant_rnn_test quant_cli_test quant_interop_test fp16_test)
   add_executable(${name} ${CMAKE_CURRENT_SOURCE_DIR}/quant/${name}.cpp)
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit ${CMAKE_CURRENT_SOURCE_DIR}/quant)
   target_link_libraries(${name} PRIVATE t2o_quant t2o_passes t2o_onnx t2o_runtime t2o_ir GTest::gtest_main nlohmann_json::nlohmann_json)
@@ -11,6 +11,7 @@ foreach(name quant_test quant_cli_test quant_interop_test fp16_test)
   endif()
 endforeach()
 gtest_discover_tests(quant_test PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
+gtest_discover_tests(quant_rnn_test PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 gtest_discover_tests(quant_cli_test PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 gtest_discover_tests(fp16_test PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 gtest_discover_tests(quant_interop_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS interop

@@ -63,6 +63,11 @@ std::vector<std::string> static_activations(Model& m, PassContext& ctx, const Qu
 int rewrite_static(Model& m, PassContext& ctx, const QuantizeOptions& o, const std::map<std::string, Range>& ranges,
                    QuantizeResult& r);
 
+// LSTM / GRU / RNN with constant float W and R, in every int8 mode: int8 weights behind
+// DequantizeLinear, the layer named in the metadata that asks for run-time activation
+// quantization (runtime/optimize.h, kInt8RecurrentKey).
+int rewrite_recurrent(Model& m, PassContext& ctx, const QuantizeOptions& o, QuantizeResult& r);
+
 // QOperator format. Gemms with a constant weight first become MatMul (+ Add), so that the
 // product's own range is calibrated (QLinearMatMul has no bias); then the activations to
 // calibrate (inputs and outputs of the ops to rewrite, and of the Relus they absorb); then the

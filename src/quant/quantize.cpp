@@ -37,8 +37,13 @@ QuantizeResult quantize(Model& m, const QuantizeOptions& o) {
   if (o.mode == QuantMode::Dynamic) {
     r.quantized = quant::rewrite_dynamic(m, ctx, o, r);
   } else {
+    const bool qop = o.format == QuantFormat::QOperator;
+    if (qop) quant::split_gemms(m, ctx, o);
+    std::vector<std::string> names = qop ? quant::qoperator_activations(m, ctx, o) : quant::static_activations(m, ctx, o);
+    // Calibration runs only when some activation needs a range (a model whose only quantized
+    // layers are recurrent has none: their activations are quantized at run time).
     std::vector<InputSet> sets = o.calibration;
-    if (sets.empty()) {
+    if (sets.empty() && !names.empty()) {
       r.generated_calibration = true;
       if (o.warn)
         o.warn("calibrating on " + std::to_string(o.generated_samples) +
@@ -46,18 +51,13 @@ QuantizeResult quantize(Model& m, const QuantizeOptions& o) {
                "model is for trying the pipeline, not for production; give real inputs with --calibrate");
       sets = generate_input_sets(m, o.generated_samples, o.seed, o.threads, o.input_sizes);
     }
-    r.calibration_samples = static_cast<int>(sets.size());
-    if (o.format == QuantFormat::QOperator) {
-      quant::split_gemms(m, ctx, o);
-      std::vector<std::string> names = quant::qoperator_activations(m, ctx, o);
-      auto ranges = quant::calibrate(m, names, sets, o);
-      r.quantized = quant::rewrite_qoperator(m, ctx, o, ranges, r);
-    } else {
-      std::vector<std::string> names = quant::static_activations(m, ctx, o);
-      auto ranges = quant::calibrate(m, names, sets, o);
-      r.quantized = quant::rewrite_static(m, ctx, o, ranges, r);
-    }
+    r.calibration_samples = names.empty() ? 0 : static_cast<int>(sets.size());
+    std::map<std::string, quant::Range> ranges;
+    if (!names.empty()) ranges = quant::calibrate(m, names, sets, o);
+    r.quantized = qop ? quant::rewrite_qoperator(m, ctx, o, ranges, r) : quant::rewrite_static(m, ctx, o, ranges, r);
   }
+  // Recurrent layers: int8 weights, activations quantized at run time (quant/recurrent.cpp).
+  r.quantized += quant::rewrite_recurrent(m, ctx, o, r);
   // The float weights no node reads any more.
   OptimizeOptions clean;
   clean.passes = {"eliminate_dead"};

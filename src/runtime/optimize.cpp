@@ -12,6 +12,7 @@
 
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/int8.h"
+#include "runtime/kernels/rnn_fast.h"
 #include "runtime/session.h"
 
 namespace t2o {
@@ -990,6 +991,79 @@ class ConstantInputs {
   std::map<std::string, const Tensor*> consts_;
 };
 
+// Recurrent layers named under kInt8RecurrentKey with DequantizeLinear int8 weights become
+// Int8LSTM / Int8GRU / Int8RNN (runtime/optimize.h); the DequantizeLinear nodes go when nothing
+// else reads them.
+int int8_recurrent(Model& m) {
+  if (!kern::rnn_int8_supported()) return 0;
+  std::set<std::string> wanted;
+  for (const auto& [key, value] : m.metadata_props) {
+    if (key != kInt8RecurrentKey) continue;
+    size_t at = 0;
+    while (at <= value.size()) {
+      size_t end = value.find('\n', at);
+      if (end == std::string::npos) end = value.size();
+      if (end > at) wanted.insert(value.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  if (wanted.empty()) return 0;
+  Graph& g = m.graph;
+  const ConstantInputs constant(g);
+  const std::set<std::string> pinned = pinned_names(g);
+  std::map<std::string, size_t> producer;
+  std::map<std::string, int> reads;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (const auto& in : g.nodes[k].inputs) ++reads[in];
+    for (const auto& out : g.nodes[k].outputs) producer[out] = k;
+  }
+  // The DequantizeLinear writing `v`, when it dequantizes constant int8 [D, rows, K] with zero
+  // point 0 and one scale or one per row.
+  auto int8_weight = [&](const std::string& v) -> const Node* {
+    auto it = producer.find(v);
+    if (it == producer.end()) return nullptr;
+    const Node& dq = g.nodes[it->second];
+    if (dq.op_type != "DequantizeLinear" || !default_domain(dq) || dq.outputs.size() != 1) return nullptr;
+    const Tensor *q = constant(dq, 0), *s = constant(dq, 1), *z = constant(dq, 2);
+    if (!q || !s || q->dtype() != DType::Int8 || q->rank() != 3 || s->dtype() != DType::Float) return nullptr;
+    if (dq.has_input(2) && (!z || !ConstantInputs::zero_int8(*z))) return nullptr;
+    if (s->numel() != 1) {
+      int64_t axis = dq.attr_int("axis", 1);
+      if (s->rank() != 1 || s->numel() != q->dim(1) || (axis != 1 && axis != -2)) return nullptr;
+    }
+    for (int64_t i = 0; i < s->numel(); ++i)
+      if (!(s->data<float>()[i] > 0) || !std::isfinite(s->data<float>()[i])) return nullptr;
+    return &dq;
+  };
+  std::set<const Node*> drop;
+  int count = 0;
+  for (Node& n : g.nodes) {
+    if (!default_domain(n) || (n.op_type != "LSTM" && n.op_type != "GRU" && n.op_type != "RNN")) continue;
+    if (!wanted.count(n.name) || n.inputs.size() < 3 || n.inputs.size() > 8) continue;
+    const Node* w = int8_weight(n.inputs[1]);
+    const Node* r = int8_weight(n.inputs[2]);
+    if (!w || !r) continue;
+    for (const Node* dq : {w, r})
+      if (reads[dq->outputs[0]] == 1 && !pinned.count(dq->outputs[0])) drop.insert(dq);
+    n.op_type = "Int8" + n.op_type;
+    n.domain = kInternalDomain;
+    n.inputs.resize(8);
+    n.inputs[1] = w->inputs[0];
+    n.inputs[2] = r->inputs[0];
+    n.inputs.push_back(w->inputs[1]);
+    n.inputs.push_back(r->inputs[1]);
+    ++count;
+  }
+  if (!drop.empty()) {
+    std::vector<Node> nodes;
+    for (Node& n : g.nodes)
+      if (!drop.count(&n)) nodes.push_back(std::move(n));
+    g.nodes = std::move(nodes);
+  }
+  if (count) import_internal_domain(m);
+  return count;
+}
+
 // QLinearConv (QOperator models) with int8 weights of zero point 0 and constant quantizations
 // becomes an Int8Conv reading and writing 8-bit NCHW (src_quantized, y_scale / y_zero_point);
 // its int32 bias B becomes the float B * x_scale * w_scale. VNNI only, as the QDQ rewrites.
@@ -1238,6 +1312,7 @@ int qlinear_matmul_to_int8(Model& m) {
 
 int optimize_for_runtime(Model& m) {
   int fused = float16_products_in_float32(m);
+  fused += int8_recurrent(m);
   fused += fold_constant_dequantize(m, true);
   fused += qlinear_conv_to_int8(m);
   fused += qlinear_matmul_to_int8(m);

@@ -21,6 +21,15 @@
 // y_scale / y_zero_point, the readers' src_quantized), else float (dst_nhwc / src_nhwc, res_nhwc
 // for R); renamed "<name>#quantized" / "<name>#nhwc".
 //
+// An LSTM, GRU or RNN named in the model's metadata under kInt8RecurrentKey (one name per line;
+// `torch2onnx quantize` writes it for the recurrent layers it quantizes), whose W and R are
+// DequantizeLinear of constant int8 weights with zero point 0 (per tensor, or per row of G*H:
+// axis 1), becomes, on CPUs with AVX-512 VNNI,
+//   ai.torch2onnx.internal::Int8LSTM | Int8GRU | Int8RNN(X, Wq, Rq, [B, ...its inputs 3-7], Ws, Rs)
+// with the op's attributes: the products run in int8 with the activations (X, and h at every
+// step) quantized per row at run time (kern::RnnFast). The metadata is the file's consent to that
+// approximation: without it the layer runs in float on the dequantized weights, as written.
+//
 // DequantizeLinear nodes whose inputs are all initializers (int8 weights of QDQ models) are
 // replaced by the float initializers they compute, so the ops reading them see constant weights.
 // A QuantizeLinear -> DequantizeLinear pair with one constant scale and zero point (a static QDQ
@@ -54,6 +63,7 @@
 namespace t2o {
 
 inline constexpr const char* kInternalDomain = "ai.torch2onnx.internal";
+inline constexpr const char* kInt8RecurrentKey = "ai.torch2onnx.int8_recurrent";
 
 // Rewrites `m` in place; returns how many rewrites it made (0: the graph is unchanged).
 int optimize_for_runtime(Model& m);

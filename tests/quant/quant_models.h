@@ -2,6 +2,8 @@
 // (two Conv, pooling, Gemm), both ending in class logits.
 #pragma once
 
+#include <cmath>
+
 #include "passes_support.h"
 
 namespace t2o::test {
@@ -36,6 +38,43 @@ inline Model cnn(int64_t opset = 17) {
   b.node("GlobalAveragePool", {"r2"}, {"p"}, {}, "pool").node("Flatten", {"p"}, {"f"}, {}, "flatten");
   b.node("Gemm", {"f", "w3", "b3"}, {"logits"}, {Attribute::make_int("transB", 1)}, "fc");
   b.output("logits", {1, 10});
+  return b.m;
+}
+
+// A recurrent layer for the int8 recurrent tests.
+struct Layer {
+  std::string op = "LSTM";
+  std::string direction = "forward";
+  int64_t hidden = 20, input = 7, seq = 9, batch = 3;
+  int64_t linear_before_reset = 0;
+  std::string activation;  // RNN: its activation ("" = Tanh)
+  bool seq_lens = false;
+};
+
+inline int64_t gates(const Layer& l) { return l.op == "LSTM" ? 4 : l.op == "GRU" ? 3 : 1; }
+
+// x[seq, batch, input] -> the layer (with bias, and sequence lengths when asked) -> Y and Y_h.
+// Weights are scaled so that the gates see pre-activations of order 1, as trained layers do.
+inline Model recurrent_model(const Layer& l, int64_t opset = 17) {
+  std::mt19937 g(31);
+  const int64_t D = l.direction == "bidirectional" ? 2 : 1, GH = gates(l) * l.hidden;
+  ModelBuilder b(opset);
+  b.input("x", {l.seq, l.batch, l.input});
+  b.init("W", random_normal(g, {D, GH, l.input}, 1.0f / std::sqrt(static_cast<float>(l.input))));
+  b.init("R", random_normal(g, {D, GH, l.hidden}, 1.0f / std::sqrt(static_cast<float>(l.hidden))));
+  b.init("B", random_normal(g, {D, 2 * GH}, 0.1f));
+  std::vector<std::string> ins = {"x", "W", "R", "B"};
+  if (l.seq_lens) {
+    Tensor lens(DType::Int32, {l.batch});
+    for (int64_t i = 0; i < l.batch; ++i) lens.data<int32_t>()[i] = static_cast<int32_t>(l.seq - (i * 3) % l.seq);
+    b.init("lens", lens);
+    ins.push_back("lens");
+  }
+  std::vector<Attribute> attrs = {Attribute::make_int("hidden_size", l.hidden), Attribute::make_string("direction", l.direction)};
+  if (l.op == "GRU") attrs.push_back(Attribute::make_int("linear_before_reset", l.linear_before_reset));
+  if (!l.activation.empty()) attrs.push_back(Attribute::make_strings("activations", std::vector<std::string>(D, l.activation)));
+  b.node(l.op, ins, {"y", "y_h"}, attrs, "rnn_layer");
+  b.output("y", {l.seq, D, l.batch, l.hidden}).output("y_h", {D, l.batch, l.hidden});
   return b.m;
 }
 

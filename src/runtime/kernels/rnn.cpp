@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "runtime/kernel.h"
 #include "runtime/kernels/rnn_fast.h"
 #include "runtime/kernels/util.h"
+#include "runtime/optimize.h"
 
 namespace t2o {
 namespace {
@@ -123,7 +125,7 @@ enum class Cell { Rnn, Gru, Lstm };
 
 class RecurrentKernel : public OpKernel {
  public:
-  RecurrentKernel(const KernelInfo& info, Cell cell) : cell_(cell) {
+  RecurrentKernel(const KernelInfo& info, Cell cell, bool int8) : cell_(cell), int8_(int8) {
     const Node& n = info.node;
     gates_ = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4;
     std::string dir = n.attr_string("direction", "forward");
@@ -142,23 +144,57 @@ class RecurrentKernel : public OpKernel {
                                     : cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                                         : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
     acts_ = parse_activations(n, dflt, num_dirs_);
+    if (int8_) take_int8_weights(info);
     if (info.fast_paths) make_fast_path(info, dflt);
   }
 
   void run(KernelContext& ctx) override {
     if (fast_ && run_fast(ctx)) return;
     DType dt = ctx.input(0).dtype();
-    if (dt == DType::Double) compute<double>(ctx);
-    else if (dt == DType::Float || dt == DType::Float16 || dt == DType::BFloat16) compute<float>(ctx);
+    if (int8_ && dt != DType::Float) ctx.fail("X must be float32, got " + std::string(dtype_name(dt)));
+    const Tensor& W = int8_ ? dequantized(0) : ctx.input(1);
+    const Tensor& R = int8_ ? dequantized(1) : ctx.input(2);
+    if (dt == DType::Double) compute<double>(ctx, W, R);
+    else if (dt == DType::Float || dt == DType::Float16 || dt == DType::BFloat16) compute<float>(ctx, W, R);
     else ctx.fail("X must be a floating-point tensor, got " + std::string(dtype_name(dt)));
   }
 
  private:
+  // Int8LSTM / Int8GRU / Int8RNN: constant int8 W (input 1) and R (input 2) with zero point 0 and
+  // their scales (inputs 8 and 9: one, or one per row of G*H).
+  void take_int8_weights(const KernelInfo& info) {
+    const Node& n = info.node;
+    const Tensor* t[4] = {info.constant_input(1), info.constant_input(8), info.constant_input(2), info.constant_input(9)};
+    for (int i = 0; i < 4; i += 2) {
+      const Tensor* q = t[i];
+      const Tensor* sc = t[i + 1];
+      if (!q || !sc || q->dtype() != DType::Int8 || q->rank() != 3 || sc->dtype() != DType::Float ||
+          (sc->numel() != 1 && sc->numel() != q->dim(1)))
+        throw Error(n.describe() + ": needs constant int8 W and R of rank 3 and float scales (one, or one per row of G*H) as inputs 8 and 9");
+    }
+    wq_ = *t[0], ws_ = *t[1], rq_ = *t[2], rs_ = *t[3];
+  }
+
+  // W (k = 0) or R (k = 1) as float: q * scale. Made once, for the reference kernel.
+  const Tensor& dequantized(int k) {
+    std::call_once(dequantize_once_, [&] {
+      for (int i = 0; i < 2; ++i) {
+        const Tensor& q = i == 0 ? wq_ : rq_;
+        const Tensor& sc = i == 0 ? ws_ : rs_;
+        Tensor f(DType::Float, q.dims());
+        const int64_t rows = q.dim(1), inner = q.dim(2);
+        for (int64_t e = 0; e < q.numel(); ++e)
+          f.data<float>()[e] = static_cast<float>(q.data<int8_t>()[e]) *
+                               sc.data<float>()[sc.numel() == 1 ? 0 : (e / inner) % rows];
+        (i == 0 ? w_float_ : r_float_) = std::move(f);
+      }
+    });
+    return k == 0 ? w_float_ : r_float_;
+  }
+
   template <typename A>
-  void compute(KernelContext& ctx) {
+  void compute(KernelContext& ctx, const Tensor& W, const Tensor& R) {
     const Tensor& X = ctx.input(0);
-    const Tensor& W = ctx.input(1);
-    const Tensor& R = ctx.input(2);
     const int64_t G = gates_, D = num_dirs_;
     if (X.rank() != 3) ctx.fail("X must have rank 3, got " + dims_to_string(X.dims()));
     if (W.rank() != 3 || R.rank() != 3) ctx.fail("W and R must have rank 3");
@@ -310,6 +346,10 @@ class RecurrentKernel : public OpKernel {
   // for RNN) and no coupled input-forget gate, on CPUs with AVX-512.
   void make_fast_path(const KernelInfo& info, const std::vector<std::string>& dflt) {
     if (input_forget_ || !__builtin_cpu_supports("avx512f")) return;
+    // int8 products need VNNI, and the fused bias is kept: a computed B takes the reference kernel.
+    if (int8_ && (!kern::rnn_int8_supported() ||
+                  (info.node.inputs.size() > 3 && !info.node.inputs[3].empty() && !info.constant_input(3))))
+      return;
     kern::RnnFastSpec spec;
     spec.dirs = num_dirs_;
     spec.reverse = reverse_only_;
@@ -334,6 +374,7 @@ class RecurrentKernel : public OpKernel {
                                          : kern::RnnFastSpec::Cell::Gru;
     }
     fast_ = std::make_unique<kern::RnnFast>(spec);
+    if (int8_) return fast_->set_int8_weights(wq_, ws_, rq_, rs_);
     bool constant = info.constant_input(1) && info.constant_input(2);
     if (info.node.inputs.size() > 3 && !info.node.inputs[3].empty() && !info.constant_input(3)) constant = false;
     fast_->set_constant_weights(constant);
@@ -344,7 +385,7 @@ class RecurrentKernel : public OpKernel {
   bool run_fast(KernelContext& ctx) {
     auto f32 = [&](int i) { return !ctx.has_input(i) || ctx.input(i).dtype() == DType::Float; };
     for (int i : {0, 1, 2, 3, 5, 6, 7})
-      if (!f32(i)) return false;
+      if (!f32(i) && !(int8_ && (i == 1 || i == 2))) return false;
     const Tensor& X = ctx.input(0);
     const Tensor& W = ctx.input(1);
     const Tensor& R = ctx.input(2);
@@ -379,6 +420,10 @@ class RecurrentKernel : public OpKernel {
   }
 
   Cell cell_;
+  bool int8_ = false;
+  Tensor wq_, ws_, rq_, rs_;      // int8: the constant weights and scales
+  std::once_flag dequantize_once_;
+  Tensor w_float_, r_float_;      // int8: the weights as float, for the reference kernel
   std::unique_ptr<kern::RnnFast> fast_;
   int64_t gates_ = 1;
   int num_dirs_ = 1;
@@ -392,8 +437,8 @@ class RecurrentKernel : public OpKernel {
   std::vector<Activation> acts_;
 };
 
-KernelFactory recurrent(Cell c) {
-  return [c](const KernelInfo& info) { return std::make_unique<RecurrentKernel>(info, c); };
+KernelFactory recurrent(Cell c, bool int8 = false) {
+  return [c, int8](const KernelInfo& info) { return std::make_unique<RecurrentKernel>(info, c, int8); };
 }
 
 }  // namespace
@@ -405,6 +450,10 @@ void register_rnn_kernels(KernelRegistry& r) {
   r.add("", "GRU", 14, recurrent(Cell::Gru));
   r.add("", "LSTM", 1, recurrent(Cell::Lstm));
   r.add("", "LSTM", 14, recurrent(Cell::Lstm));
+  // The runtime's int8 forms (runtime/optimize.h): the same inputs with int8 W and R, scales last.
+  r.add(kInternalDomain, "Int8RNN", 1, recurrent(Cell::Rnn, true));
+  r.add(kInternalDomain, "Int8GRU", 1, recurrent(Cell::Gru, true));
+  r.add(kInternalDomain, "Int8LSTM", 1, recurrent(Cell::Lstm, true));
 }
 
 }  // namespace t2o

@@ -21,6 +21,7 @@ namespace {
 constexpr int64_t U = 16;  // hidden units per panel: one AVX-512 register per gate
 
 std::atomic<uint64_t> runs{0};
+std::atomic<uint64_t> int8_runs{0};
 
 int64_t gates_of(Cell c) { return c == Cell::Rnn ? 1 : c == Cell::Lstm ? 4 : 3; }
 
@@ -232,6 +233,159 @@ T2O_AVX512 void rnn_units(const UnitBlock& u, RnnFastSpec::Act act) {
 
 T2O_AVX512_WARNINGS_ON
 
+// ---- int8 products (AVX-512 VNNI) -----------------------------------------------------------
+//
+// A weight [G*H, K] of one direction as panels of U units, 4 consecutive k per 32-bit lane:
+// panel q, block k4 holds, for each gate g, the bytes w[g*H + q*U + u][4*k4 + e] at
+// ((k4 * G + g) * U + u) * 4 + e (zeros past H and past K). vpdpbusd multiplies 4 uint8
+// activations by those 4 int8 weights and adds the sum to lane u exactly in int32.
+// Activations are stored as q + 128 (q in [-127, 127], a per-row scale), so a lane's sum is
+// x_q . w + 128 * colsum(w); the epilogue takes the colsum term off and scales to float.
+struct Int8Panels {
+  Tensor bytes;                 // P * K4 * G * U * 4
+  std::vector<float> scale;     // per (panel, gate, unit): the weight's scale (0 past H)
+  std::vector<int32_t> colsum;  // same index: sum over k of the weights
+  int64_t K4 = 0;
+};
+
+Int8Panels pack_int8(const int8_t* w, const Tensor& ws, int64_t G, int64_t H, int64_t K) {
+  const int64_t P = (H + U - 1) / U;
+  Int8Panels p;
+  p.K4 = (K + 3) / 4;
+  p.bytes = Tensor(DType::Int8, {P * p.K4 * G * U * 4});
+  p.scale.assign(static_cast<size_t>(P * G * U), 0.0f);
+  p.colsum.assign(static_cast<size_t>(P * G * U), 0);
+  int8_t* dst = p.bytes.data<int8_t>();
+  for (int64_t q = 0; q < P; ++q)
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t u = 0; u < U && q * U + u < H; ++u) {
+        const int64_t j = g * H + q * U + u;
+        const size_t at = static_cast<size_t>((q * G + g) * U + u);
+        p.scale[at] = static_cast<float>(ws.as_double(ws.numel() == 1 ? 0 : j));
+        const int8_t* row = w + j * K;
+        int32_t sum = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          dst[(((q * p.K4 + k / 4) * G + g) * U + u) * 4 + k % 4] = row[k];
+          sum += row[k];
+        }
+        p.colsum[at] = sum;
+      }
+  return p;
+}
+
+#define T2O_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+T2O_AVX512_WARNINGS_OFF
+
+// x[0, K) as bytes q + 128 with q = round(x / s) in [-127, 127], s = max |x| / 127, into
+// dst[0, 4 * K4) (padding 128); returns s (1 for an all-zero row, NaN when x has a NaN or an
+// infinity, which then reaches every product of the row).
+T2O_VNNI float quantize_row(const float* x, int64_t K, int64_t K4, uint8_t* dst) {
+  __m512 mx = _mm512_setzero_ps();
+  __mmask16 bad = 0;
+  int64_t k = 0;
+  for (; k < K; k += U) {
+    __mmask16 m = static_cast<__mmask16>(K - k >= U ? 0xFFFF : (1u << (K - k)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + k);
+    bad |= _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(3.4028235e38f), _CMP_NLE_UQ);
+    mx = _mm512_max_ps(mx, _mm512_abs_ps(v));
+  }
+  float amax = _mm512_reduce_max_ps(mx);
+  if (bad) return std::numeric_limits<float>::quiet_NaN();
+  const float s = amax > 0 ? amax / 127.0f : 1.0f;
+  const __m512 inv = _mm512_set1_ps(1.0f / s);
+  const __m512i off = _mm512_set1_epi32(128), lo = _mm512_set1_epi32(1), hi = _mm512_set1_epi32(255);
+  for (k = 0; k < 4 * K4; k += U) {
+    const int64_t n = std::min<int64_t>(U, 4 * K4 - k);
+    const __mmask16 store = static_cast<__mmask16>(n >= U ? 0xFFFF : (1u << n) - 1);
+    const __mmask16 m = K - k <= 0 ? 0 : static_cast<__mmask16>(K - k >= U ? 0xFFFF : (1u << (K - k)) - 1);
+    // Rounded to nearest even (the default mode), clamped: x / s is within [-127, 127] up to
+    // the rounding of 1 / s.
+    __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + k), inv)), off);
+    q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+    _mm512_mask_cvtepi32_storeu_epi8(dst + k, store, q);
+  }
+  return s;
+}
+
+// acc[b][g] (float) = s_b * ws * (sum_k xq[b][k] * w[k][g]) for NB rows and GN of the panel's G
+// gates; row b of acc is ld gates long.
+template <int GN, int NB>
+T2O_VNNI void panel_gemv_s8(const int8_t* panel, const float* scale, const int32_t* colsum, int64_t K4, int64_t G,
+                            int64_t g0, const uint8_t* const* x, const float* xs, float* acc, int64_t ld) {
+  // With few rows, even and odd k4 sum into separate accumulators: enough independent chains to
+  // keep both multiply-add pipes busy (one row's 4 gates alone would wait on latency).
+  constexpr int C = NB * GN < 8 ? 2 : 1;
+  __m512i a[C][NB][GN];
+  for (int c = 0; c < C; ++c)
+    for (int b = 0; b < NB; ++b)
+      for (int g = 0; g < GN; ++g) a[c][b][g] = _mm512_setzero_si512();
+  const int8_t* row = panel + g0 * U * 4;
+  for (int64_t k4 = 0; k4 < K4; k4 += C) {
+    for (int c = 0; c < C && k4 + c < K4; ++c, row += G * U * 4) {
+      __m512i w[GN];
+      for (int g = 0; g < GN; ++g) w[g] = _mm512_load_si512(row + g * U * 4);
+      for (int b = 0; b < NB; ++b) {
+        int32_t four;
+        std::memcpy(&four, x[b] + 4 * (k4 + c), 4);
+        __m512i xb = _mm512_set1_epi32(four);
+        for (int g = 0; g < GN; ++g) a[c][b][g] = _mm512_dpbusd_epi32(a[c][b][g], xb, w[g]);
+      }
+    }
+  }
+  if constexpr (C == 2)
+    for (int b = 0; b < NB; ++b)
+      for (int g = 0; g < GN; ++g) a[0][b][g] = _mm512_add_epi32(a[0][b][g], a[1][b][g]);
+  for (int g = 0; g < GN; ++g) {
+    __m512i off = _mm512_slli_epi32(_mm512_loadu_si512(colsum + (g0 + g) * U), 7);  // 128 * colsum
+    __m512 sc = _mm512_loadu_ps(scale + (g0 + g) * U);
+    for (int b = 0; b < NB; ++b) {
+      __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(a[0][b][g], off));
+      _mm512_storeu_ps(acc + (b * ld + g) * U, _mm512_mul_ps(v, _mm512_mul_ps(sc, _mm512_set1_ps(xs[b]))));
+    }
+  }
+}
+
+template <int GN>
+void panel_gemv_s8_rows(const int8_t* panel, const float* scale, const int32_t* colsum, int64_t K4, int64_t G,
+                        int64_t g0, const uint8_t* const* x, const float* xs, int nb, float* acc, int64_t ld) {
+  switch (nb) {
+    case 1: return panel_gemv_s8<GN, 1>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
+    case 2: return panel_gemv_s8<GN, 2>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
+    case 3: return panel_gemv_s8<GN, 3>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
+    case 4: return panel_gemv_s8<GN, 4>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
+    default:
+      if constexpr (GN <= 2) {
+        switch (nb) {
+          case 5: return panel_gemv_s8<GN, 5>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
+          case 6: return panel_gemv_s8<GN, 6>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
+          case 7: return panel_gemv_s8<GN, 7>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
+          default: return panel_gemv_s8<GN, 8>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
+        }
+      }
+  }
+}
+
+T2O_AVX512_WARNINGS_ON
+
+// gemv's int8 twin: gates g0 .. g0+gn-1 of panel q for nb <= kMaxRows quantized rows.
+void gemv_s8(const Int8Panels& w, int64_t q, int64_t G, int64_t g0, int64_t gn, const uint8_t* const* x,
+             const float* xs, int nb, float* acc) {
+  const int8_t* panel = w.bytes.data<int8_t>() + q * w.K4 * G * U * 4;
+  const float* scale = w.scale.data() + q * G * U;
+  const int32_t* colsum = w.colsum.data() + q * G * U;
+  int64_t group = nb <= 4 ? gn : std::min<int64_t>(gn, 2);
+  for (int64_t g = 0; g < gn; g += group) {
+    int64_t n = std::min(group, gn - g);
+    float* out = acc + g * U;
+    switch (n) {
+      case 1: panel_gemv_s8_rows<1>(panel, scale, colsum, w.K4, G, g0 + g, x, xs, nb, out, gn); break;
+      case 2: panel_gemv_s8_rows<2>(panel, scale, colsum, w.K4, G, g0 + g, x, xs, nb, out, gn); break;
+      case 3: panel_gemv_s8_rows<3>(panel, scale, colsum, w.K4, G, g0 + g, x, xs, nb, out, gn); break;
+      default: panel_gemv_s8_rows<4>(panel, scale, colsum, w.K4, G, g0 + g, x, xs, nb, out, gn); break;
+    }
+  }
+}
+
 }  // namespace
 
 struct RnnFast::Impl {
@@ -242,6 +396,10 @@ struct RnnFast::Impl {
   std::vector<std::shared_ptr<DnnlMatmul>> proj;
   std::vector<Tensor> panels;
   std::vector<Tensor> bias;  // Wb + Rb per gate (Wb only for the linear-before-reset h gate)
+  // int8 mode: the constant weights as given, and their panels per direction (made on the first run).
+  bool int8 = false;
+  Tensor wq, ws, rq, rs;
+  std::vector<Int8Panels> wpan, rpan;
   // The input projections of the last run, kept for the next (a fresh multi-megabyte buffer per
   // run fragments the heap: resident memory grew run after run). Taken under `mu`; a run that
   // finds it taken (another thread's) allocates its own.
@@ -251,6 +409,14 @@ struct RnnFast::Impl {
 RnnFast::RnnFast(const RnnFastSpec& spec) : impl_(std::make_unique<Impl>()) { impl_->spec = spec; }
 RnnFast::~RnnFast() = default;
 void RnnFast::set_constant_weights(bool constant) { impl_->constant = constant; }
+void RnnFast::set_int8_weights(const Tensor& wq, const Tensor& ws, const Tensor& rq, const Tensor& rs) {
+  impl_->int8 = true;
+  impl_->constant = true;
+  impl_->wq = wq;
+  impl_->ws = ws;
+  impl_->rq = rq;
+  impl_->rs = rs;
+}
 
 void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tensor* b, const std::vector<int64_t>& lens,
                   const Tensor* h0, const Tensor* c0, const Tensor* p, int64_t H, int threads, Tensor* y, Tensor* yh,
@@ -269,15 +435,10 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
   std::vector<std::shared_ptr<DnnlMatmul>> proj_v;
   std::vector<Tensor> panels_v, bias_v;
   std::unique_lock<std::mutex> lock(m.mu);
-  bool cached = m.constant && !m.panels.empty();
+  const bool int8 = m.int8;
+  bool cached = m.constant && !m.bias.empty();
   if (!cached) {
     for (int64_t d = 0; d < D; ++d) {
-      // A constant W is packed by the matmul, which keeps a view of the plain one: constant
-      // inputs live as long as the session that owns this kernel.
-      Tensor wd;
-      if (m.constant) wd = Tensor::borrow(DType::Float, {GH, I}, const_cast<float*>(w.data<float>()) + d * GH * I);
-      proj_v.push_back(dnnl_matmul_make(false, true, 1.0f, m.constant ? &wd : nullptr));
-      panels_v.push_back(pack_panels(r.data<float>() + d * GH * H, G, H));
       Tensor bs(DType::Float, {GH + H});  // fused bias, then Rbh for the linear-before-reset GRU
       float* bp = bs.data<float>();
       if (b) {
@@ -287,6 +448,17 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
         if (lbr) std::copy_n(rb + 2 * H, H, bp + GH);
       }
       bias_v.push_back(std::move(bs));
+      if (int8) {
+        m.wpan.push_back(pack_int8(m.wq.data<int8_t>() + d * GH * I, m.ws, G, H, I));
+        m.rpan.push_back(pack_int8(m.rq.data<int8_t>() + d * GH * H, m.rs, G, H, H));
+        continue;
+      }
+      // A constant W is packed by the matmul, which keeps a view of the plain one: constant
+      // inputs live as long as the session that owns this kernel.
+      Tensor wd;
+      if (m.constant) wd = Tensor::borrow(DType::Float, {GH, I}, const_cast<float*>(w.data<float>()) + d * GH * I);
+      proj_v.push_back(dnnl_matmul_make(false, true, 1.0f, m.constant ? &wd : nullptr));
+      panels_v.push_back(pack_panels(r.data<float>() + d * GH * H, G, H));
     }
     if (m.constant) {
       m.proj = std::move(proj_v);
@@ -324,16 +496,50 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
   float* cbuf = hbuf + 2 * B * Hp;
   float* rh = cbuf + B * Hp;
   float* zbuf = rh + B * Hp;
+  // int8: X's rows quantized once for both directions; each thread's h rows before each product.
+  const int64_t K4x = (I + 3) / 4, K4h = (H + 3) / 4;
+  std::vector<uint8_t> xq;
+  std::vector<float> xs;
+  if (int8) {
+    xq.resize(static_cast<size_t>(S * B * 4 * K4x));
+    xs.resize(static_cast<size_t>(S * B));
+    parallel_for(S * B, threads, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t row = r0; row < r1; ++row)
+        xs[static_cast<size_t>(row)] = quantize_row(x.data<float>() + row * I, I, K4x, xq.data() + row * 4 * K4x);
+    });
+  }
   for (int64_t d = 0; d < D; ++d) {
     const bool rev = sp.reverse || d == 1;
     // pre[row of X] = X·Wᵀ + bias, rows in X's own order ((t, b), or (b, t) batch first).
-    const float* wd = w.data<float>() + d * GH * I;
-    if (!dnnl_matmul_run(*proj[static_cast<size_t>(d)], 1, 1, S * B, I, GH, x.data<float>(), m.constant ? nullptr : wd,
-                         bias[static_cast<size_t>(d)].data<float>(), 0.0f, pre)) {
+    const float* bd = bias[static_cast<size_t>(d)].data<float>();
+    if (int8) {
+      // Panel by panel (its weights stay in cache), four rows at a time with all gates.
+      const Int8Panels& wp = m.wpan[static_cast<size_t>(d)];
+      parallel_for(P, threads, 1, [&](int64_t q0, int64_t q1) {
+        alignas(64) float acc[4 * 4 * U];
+        const uint8_t* rows[4];
+        for (int64_t q = q0; q < q1; ++q) {
+          const int64_t j0 = q * U, nu = std::min<int64_t>(U, H - j0);
+          for (int64_t r0 = 0; r0 < S * B; r0 += 4) {
+            const int nb = static_cast<int>(std::min<int64_t>(4, S * B - r0));
+            for (int k = 0; k < nb; ++k) rows[k] = xq.data() + (r0 + k) * 4 * K4x;
+            gemv_s8(wp, q, G, 0, G, rows, xs.data() + r0, nb, acc);
+            for (int k = 0; k < nb; ++k)
+              for (int64_t g = 0; g < G; ++g) {
+                float* dst = pre + (r0 + k) * GH + g * H + j0;
+                const float* src = acc + (k * G + g) * U;
+                for (int64_t u = 0; u < nu; ++u) dst[u] = src[u] + bd[g * H + j0 + u];
+              }
+          }
+        }
+      });
+    } else if (const float* wd = w.data<float>() + d * GH * I;
+               !dnnl_matmul_run(*proj[static_cast<size_t>(d)], 1, 1, S * B, I, GH, x.data<float>(), m.constant ? nullptr : wd,
+                         bd, 0.0f, pre)) {
       for (int64_t row = 0; row < S * B; ++row)
         for (int64_t j = 0; j < GH; ++j) {
           const float* xr = x.data<float>() + row * I;
-          float s = bias[static_cast<size_t>(d)].data<float>()[j];
+          float s = bd[j];
           for (int64_t k = 0; k < I; ++k) s += xr[k] * wd[j * I + k];
           pre[row * GH + j] = s;
         }
@@ -344,7 +550,8 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
       if (h0) std::copy_n(h0->data<float>() + st(d, row), H, hbuf + row * Hp);
       if (c0) std::copy_n(c0->data<float>() + st(d, row), H, cbuf + row * Hp);
     }
-    const float* panel0 = panels[static_cast<size_t>(d)].data<float>();
+    const float* panel0 = int8 ? nullptr : panels[static_cast<size_t>(d)].data<float>();
+    const Int8Panels* rpan = int8 ? &m.rpan[static_cast<size_t>(d)] : nullptr;
     const float* rbh = bias[static_cast<size_t>(d)].data<float>() + GH;
     const float* peep = p ? p->data<float>() + d * 3 * H : nullptr;
     int64_t steps = 0;
@@ -354,7 +561,25 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
       const int64_t q0 = P * tid / team, q1 = P * (tid + 1) / team;
       alignas(64) float acc[kMaxRows * 4 * U];
       const float* hrows[kMaxRows];
-      // Runs f(panel, j0, mask, r0, nb) for this thread's panels, then for each chunk of rows.
+      // int8: the rows of h (or GRU's r * h) quantized, B rows of 4 * K4h bytes, and their scales.
+      std::vector<uint8_t> hq(int8 ? static_cast<size_t>(B * 4 * K4h) : 0);
+      std::vector<float> hs(int8 ? static_cast<size_t>(B) : 0);
+      const uint8_t* qrows[kMaxRows];
+      auto quantize_state = [&](const float* src) {
+        for (int64_t row = 0; row < B; ++row)
+          hs[static_cast<size_t>(row)] = quantize_row(src + row * Hp, H, K4h, hq.data() + row * 4 * K4h);
+      };
+      // Gates g0 .. g0+gn-1 of panel q for rows r0 .. r0+nb-1 of src (h or r * h) into acc.
+      auto product = [&](int64_t q, int64_t g0, int64_t gn, const float* src, int64_t r0, int nb) {
+        if (int8) {
+          for (int k = 0; k < nb; ++k) qrows[k] = hq.data() + (r0 + k) * 4 * K4h;
+          gemv_s8(*rpan, q, G, g0, gn, qrows, hs.data() + r0, nb, acc);
+          return;
+        }
+        for (int k = 0; k < nb; ++k) hrows[k] = src + (r0 + k) * Hp;
+        gemv(panel0 + q * H * G * U, H, G, g0, gn, hrows, nb, acc);
+      };
+      // Runs f(q, j0, mask, r0, nb) for this thread's panels, then for each chunk of rows.
       // Panels go in alternating order from pass to pass: a thread's share of R is often a
       // little larger than its cache, and a pass that starts where the last one ended finds
       // that end still cached.
@@ -365,7 +590,7 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
           const int64_t j0 = q * U;
           const __mmask16 mask = static_cast<__mmask16>(H - j0 >= U ? 0xFFFF : (1u << (H - j0)) - 1);
           for (int64_t r0 = 0; r0 < B; r0 += kMaxRows)
-            f(panel0 + q * H * G * U, j0, mask, r0, static_cast<int>(std::min<int64_t>(kMaxRows, B - r0)));
+            f(q, j0, mask, r0, static_cast<int>(std::min<int64_t>(kMaxRows, B - r0)));
         }
         forward = !forward;
       };
@@ -376,9 +601,9 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
         auto y_at = [&](int64_t t, int64_t row, int64_t j0) { return y ? y->data<float>() + y_row(t, d, row) + j0 : nullptr; };
         // First (or only) product: every gate, or z and r for the reset-before-product GRU.
         const int64_t gn = gru ? 2 : G;
-        each_block([&](const float* panel, int64_t j0, __mmask16 mask, int64_t r0, int nb) {
-          for (int k = 0; k < nb; ++k) hrows[k] = h + (r0 + k) * Hp;
-          gemv(panel, H, G, 0, gn, hrows, nb, acc);
+        if (int8) quantize_state(h);
+        each_block([&](int64_t q, int64_t j0, __mmask16 mask, int64_t r0, int nb) {
+          product(q, 0, gn, h, r0, nb);
           for (int k = 0; k < nb; ++k) {
             int64_t row = r0 + k;
             float* hrow = h + row * Hp + j0;
@@ -399,9 +624,9 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
         if (gru) {
           // h~ needs r * h of every unit: the second product once all threads have them.
           barrier.wait();
-          each_block([&](const float* panel, int64_t j0, __mmask16 mask, int64_t r0, int nb) {
-            for (int k = 0; k < nb; ++k) hrows[k] = rh + (r0 + k) * Hp;
-            gemv(panel, H, G, 2, 1, hrows, nb, acc);
+          if (int8) quantize_state(rh);
+          each_block([&](int64_t q, int64_t j0, __mmask16 mask, int64_t r0, int nb) {
+            product(q, 2, 1, rh, r0, nb);
             for (int k = 0; k < nb; ++k) {
               int64_t row = r0 + k;
               if (step >= len(row)) continue;
@@ -440,8 +665,15 @@ void RnnFast::run(const Tensor& x, const Tensor& w, const Tensor& r, const Tenso
     }
   }
   ++runs;
+  if (int8) ++int8_runs;
 }
 
 uint64_t rnn_fast_runs() { return runs.load(); }
+uint64_t rnn_int8_runs() { return int8_runs.load(); }
+bool rnn_int8_supported() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vnni");
+  return ok;
+}
 
 }  // namespace t2o::kern

@@ -36,6 +36,14 @@ class RnnFast {
 
   // W, R and B are initializers: their packed forms are made once and kept.
   void set_constant_weights(bool constant);
+
+  // int8 mode (CPUs with AVX-512 VNNI: rnn_int8_supported()): the weights are the constant int8
+  // Wq [D, G*H, I] and Rq [D, G*H, H] with scales Ws, Rs (one, or one per row G*H shared by the
+  // directions) and zero point 0. The activations are quantized at run time, symmetrically per
+  // row to [-127, 127] (X once per run, h before each step's product), the products summed
+  // exactly in int32 and scaled back to float; the gates stay float. run() then ignores its w and r
+  // arguments. The tensors must outlive this object (session initializers).
+  void set_int8_weights(const Tensor& wq, const Tensor& ws, const Tensor& rq, const Tensor& rs);
   // X [S, B, I] ([B, S, I] batch first), W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H], lens (B
   // values in [0, S]; empty: all S), h0/c0 as Yh ([D, B, H]; [B, D, H] batch first), P [D, 3*H];
   // optional ones null. Y ([S, D, B, H] or [B, S, D, H]), Yh and Yc are written where not null
@@ -49,7 +57,9 @@ class RnnFast {
   std::unique_ptr<Impl> impl_;
 };
 
-// Layers the fast path has run in this process (tests check that it was taken).
+// Layers the fast path has run in this process (tests check that it was taken); of those, in int8.
 uint64_t rnn_fast_runs();
+uint64_t rnn_int8_runs();
+bool rnn_int8_supported();
 
 }  // namespace t2o::kern
