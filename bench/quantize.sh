@@ -3,7 +3,9 @@
 #
 #   bench/quantize.sh [THREADS] [MODELS...]     (after scripts/setup.sh; THREADS 2)
 #
-# Models: mobilenet_v2 resnet50 bert_encoder (bench/optimize_models.py, random weights), converted
+# Models: mobilenet_v2 resnet50 bert_encoder (bench/optimize_models.py, random weights; also lstm
+# when named: 2 layers, hidden 512, 100 steps, dynamic and static, evaluated on 64 generated
+# sequences), converted
 # by torch2onnx at opset 17. Image models: static QDQ per-channel, calibrated on 16 structured
 # images (bench/quant_inputs.py, seed 1) and evaluated on 64 others (seed 2); also dynamic. The
 # encoder: dynamic per-channel, evaluated on 64 generated token sequences (batch 1, seq 128). Latency: median of 5
@@ -26,7 +28,13 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for m in "${MODELS[@]}"; do
   # shellcheck disable=SC2046
   "$T2O" convert "$WORK/$m.pt" -o "$WORK/$m.onnx" --opset 17 $(cat "$WORK/$m.spec") --quiet
-  if [ "$m" = bert_encoder ]; then
+  if [ "$m" = lstm ]; then
+    for mode in dynamic static; do
+      echo "== $m $mode per-channel (recurrent layers: int8 weights, activations quantized at run time)"
+      "$T2O" quantize "$WORK/$m.onnx" -o "$WORK/$m.$mode.onnx" --mode "$mode" --per-channel --eval-samples 64 \
+        --input input:100x1x512 --threads "$THREADS" --report "$WORK/$m.$mode.json"
+    done
+  elif [ "$m" = bert_encoder ]; then
     echo "== $m dynamic per-channel"
     "$T2O" quantize "$WORK/$m.onnx" -o "$WORK/$m.dynamic.onnx" --mode dynamic --per-channel --eval-samples 64 --input tokens:1x128 \
       --threads "$THREADS" --report "$WORK/$m.dynamic.json"

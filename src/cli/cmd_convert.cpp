@@ -80,7 +80,7 @@ void quantize_converted(Model& m, const ConvertArgs& a, const ConvertOptions& o,
     page->add_stage(std::string("quantize (") + (q.mode == QuantMode::Static ? "calibrate, " : "") + "rewrite)", ms_since(t0));
     add_quantize_content(*page, r, m);
   }
-  if (r.quantized == 0) print_warning("--quantize: no node was quantized (no Conv/MatMul/Gemm this mode handles)");
+  if (r.quantized == 0) print_warning("--quantize: no node was quantized (no Conv/MatMul/Gemm/LSTM/GRU/RNN this mode handles)");
   if (!a.quiet) {
     std::string ops;
     for (const auto& [op, n] : r.by_op) ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", n, op);

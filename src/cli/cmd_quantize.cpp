@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/ort_latency.h"
 #include "cli/specs.h"
 #include "onnx/check.h"
 #include "onnx/model_io.h"
@@ -22,7 +23,7 @@ struct QuantizeArgs {
   std::string input, output, mode, method = "minmax", format = "qdq", exclude, report;
   std::vector<std::string> calibrate, eval, inputs;
   double percentile = 99.99;
-  bool per_channel = false, quiet = false, fp16_io = false;
+  bool per_channel = false, quiet = false, fp16_io = false, ort = false;
   std::optional<double> max_drop;
   int samples = 8, eval_samples = 8, runs = 5, threads = 0;
 };
@@ -53,7 +54,8 @@ std::string set_sizes(const std::vector<InputSet>& sets) {
 }
 
 nlohmann::json report_json(const QuantizeArgs& a, const QuantizeResult& q, const AccuracyReport& acc,
-                           const std::vector<InputSet>& eval, bool eval_generated, int64_t size_before, int64_t size_after) {
+                           const std::vector<InputSet>& eval, bool eval_generated, int64_t size_before, int64_t size_after,
+                           const std::optional<OrtLatency>& ort) {
   nlohmann::json j;
   j["input"] = a.input;
   j["output"] = a.output;
@@ -75,12 +77,17 @@ nlohmann::json report_json(const QuantizeArgs& a, const QuantizeResult& q, const
   j["file_bytes"] = {{"before", size_before}, {"after", size_after}};
   j["initializer_bytes"] = {{"before", q.initializer_bytes_before}, {"after", q.initializer_bytes_after}};
   j["latency_ms"] = {{"float", acc.float_ms}, {"quantized", acc.quant_ms}, {"runs", acc.runs}, {"statistic", "median"}};
+  if (ort && ort->error.empty())
+    j["latency_ms"]["onnxruntime"] = {{"float", ort->median_ms[0]}, {"quantized", ort->median_ms[1]}, {"version", ort->version}};
+  else if (ort)
+    j["latency_ms"]["onnxruntime"] = {{"error", ort->error}};
   if (a.max_drop) j["max_drop"] = *a.max_drop, j["passed"] = acc.drop() <= *a.max_drop;
   return j;
 }
 
 void print_report(const QuantizeArgs& a, const QuantizeResult& q, const AccuracyReport& acc,
-                  const std::vector<InputSet>& eval, bool eval_generated, int64_t size_before, int64_t size_after) {
+                  const std::vector<InputSet>& eval, bool eval_generated, int64_t size_before, int64_t size_after,
+                  const std::optional<OrtLatency>& ort) {
   std::string ops;
   for (const auto& [op, n] : q.by_op) ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", n, op);
   std::printf("wrote %s (%s, %d nodes quantized%s%s)\n", a.output.c_str(), a.mode.c_str(), q.quantized,
@@ -90,6 +97,9 @@ void print_report(const QuantizeArgs& a, const QuantizeResult& q, const Accuracy
               size_after > 0 ? static_cast<double>(size_before) / static_cast<double>(size_after) : 0.0);
   if (acc.runs > 0)
     std::printf("latency   %.3f ms -> %.3f ms (median of %d runs, torch2onnx runtime)\n", acc.float_ms, acc.quant_ms, acc.runs);
+  if (ort && ort->error.empty())
+    std::printf("          %.3f ms -> %.3f ms (median of %d runs, ONNX Runtime %s, same files and first input set)\n",
+                ort->median_ms[0], ort->median_ms[1], acc.runs, ort->version.c_str());
   std::printf("accuracy  on %d %s input sets (%s), against the float model:\n", acc.samples,
               eval_generated ? "generated" : "given", set_sizes(eval).c_str());
   for (const OutputAccuracy& o : acc.outputs) {
@@ -141,19 +151,24 @@ int quantize_cmd(const QuantizeArgs& a) {
   QuantizeResult q = quantize(m, o);
   if (q.quantized == 0)
     print_warning(o.mode == QuantMode::Float16 ? "no node was converted: the model has no float32 op that runs in float16"
-                                               : "no node was quantized: the model has no Conv/MatMul/Gemm this mode handles");
+                                               : "no node was quantized: the model has no Conv/MatMul/Gemm/LSTM/GRU/RNN this mode handles");
   check_output(m, input);
   // Held out from calibration: another seed than the generated calibration sets.
   if (eval_generated) eval = generate_input_sets(input, a.eval_samples, o.seed + 1000, a.threads, o.input_sizes);
   AccuracyReport acc = compare_accuracy(input, m, eval, a.runs, a.threads);
   save_model(m, a.output);
+  std::optional<OrtLatency> ort;
+  if (a.ort && a.runs > 0 && !eval.empty()) {
+    ort = ort_latency({a.input, a.output}, eval[0], a.runs, a.threads);
+    if (!ort->error.empty()) print_warning("--ort: no ONNX Runtime latency: " + ort->error);
+  }
   int64_t before = static_cast<int64_t>(fs::file_size(a.input)), after = static_cast<int64_t>(fs::file_size(a.output));
   if (!a.report.empty()) {
-    std::string text = report_json(a, q, acc, eval, eval_generated, before, after).dump(2) + "\n";
+    std::string text = report_json(a, q, acc, eval, eval_generated, before, after, ort).dump(2) + "\n";
     if (a.report == "-") std::fputs(text.c_str(), stdout);
     else write_file_atomic(a.report, text);
   }
-  if (!a.quiet && a.report != "-") print_report(a, q, acc, eval, eval_generated, before, after);
+  if (!a.quiet && a.report != "-") print_report(a, q, acc, eval, eval_generated, before, after, ort);
   if (a.max_drop && acc.drop() > *a.max_drop) {
     print_error(fmt::format("accuracy drop {:.4g} exceeds --max-drop {:.4g} (written anyway: {})", acc.drop(), *a.max_drop,
                             a.output),
@@ -172,6 +187,10 @@ Runner add_quantize(CLI::App& app) {
       "dynamic: constant float32 weights of MatMul/Gemm become int8 (symmetric; per output column with\n"
       "  --per-channel); activations are quantized at run time: DynamicQuantizeLinear -> MatMulInteger ->\n"
       "  Cast -> Mul by both scales (-> Add bias). Needs opset 11. Conv stays float.\n"
+      "LSTM/GRU/RNN (dynamic and static): W and R become int8 behind a DequantizeLinear (per row of the\n"
+      "  gates with --per-channel at opset 13) and the layer is named in the model's metadata\n"
+      "  (ai.torch2onnx.int8_recurrent): runtimes that can quantize its activations at run time do so (the\n"
+      "  torch2onnx runtime on CPUs with AVX-512 VNNI); others run it in float on the dequantized weights.\n"
       "static: the float model runs on the calibration sets and records the range of every float input of\n"
       "  Conv/MatMul/Gemm (minmax, or the --percentile share of values); those inputs get QuantizeLinear ->\n"
       "  DequantizeLinear (uint8, asymmetric) and constant weights are stored as int8 behind a\n"
@@ -190,7 +209,7 @@ Runner add_quantize(CLI::App& app) {
       "  input, or a folder of such folders.\n"
       "The report compares both models on the torch2onnx runtime on the --eval sets (default: generated\n"
       "sets, not the calibration ones): per output max |diff| and cosine similarity, top-1 agreement for\n"
-      "outputs shaped [rows, classes]; file sizes; median latency. --max-drop D exits 1 when the top-1\n"
+      "outputs shaped [rows, classes]; file sizes; median latency (with --ort also in ONNX Runtime). --max-drop D exits 1 when the top-1\n"
       "agreement falls by more than D (classifier outputs) or 1 - cosine exceeds D (others); the model is\n"
       "written either way. The output passes the ONNX checker and is written atomically.\n"
       "Examples:\n"
@@ -222,6 +241,7 @@ Runner add_quantize(CLI::App& app) {
   cmd->add_option("--max-drop", a->max_drop, "exit 1 when the accuracy drop exceeds this (e.g. 0.01)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--fp16-io", a->fp16_io, "fp16: the graph's float32 inputs and outputs become float16 too (default: they stay float32)");
+  cmd->add_flag("--ort", a->ort, "also time both files in ONNX Runtime (needs node and onnxruntime-node, as scripts/setup.sh installs)");
   cmd->add_flag("--quiet", a->quiet, "print nothing on success (warnings still go to stderr)");
   return [a] { return quantize_cmd(*a); };
 }

@@ -179,4 +179,27 @@ TEST_F(QuantizeCli, ConvertQuantize) {
 }
 #endif
 
+// --ort times both files in ONNX Runtime too; without it (no node, or no onnxruntime-node) the
+// report says why and the command still succeeds.
+TEST_F(QuantizeCli, OrtLatencyInTheReport) {
+  std::string args = "quantize " + path("mlp.onnx") + " -o " + path("q.onnx") + " --mode dynamic --runs 3 --ort --report " +
+                     path("r.json");
+  if (t2o::test::run_shell("node -e \"require(require('path').join(require('os').homedir(), '.cache/torch2onnx/node_modules/onnxruntime-node'))\"").code == 0) {
+    Result r = cli(args);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("ONNX Runtime"), std::string::npos) << r.out;
+    nlohmann::json ort = read_json(path("r.json"))["latency_ms"]["onnxruntime"];
+    EXPECT_GT(ort["float"].get<double>(), 0) << ort;
+    EXPECT_GT(ort["quantized"].get<double>(), 0) << ort;
+    EXPECT_FALSE(ort["version"].get<std::string>().empty()) << ort;
+  }
+  Result r = t2o::test::run_shell("env NODE_PATH= T2O_CACHE_DIR=" + path("none") + " HOME=" + path("none") + " " +
+                                  std::string(T2O_CLI) + " " + args);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("--ort: no ONNX Runtime latency"), std::string::npos) << r.out;
+  nlohmann::json j = read_json(path("r.json"));
+  EXPECT_FALSE(j["latency_ms"]["onnxruntime"]["error"].get<std::string>().empty()) << j;
+  EXPECT_GT(j["latency_ms"]["quantized"].get<double>(), 0);
+}
+
 }  // namespace
