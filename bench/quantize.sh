@@ -32,19 +32,19 @@ for m in "${MODELS[@]}"; do
     for mode in dynamic static; do
       echo "== $m $mode per-channel (recurrent layers: int8 weights, activations quantized at run time)"
       "$T2O" quantize "$WORK/$m.onnx" -o "$WORK/$m.$mode.onnx" --mode "$mode" --per-channel --eval-samples 64 \
-        --input input:100x1x512 --threads "$THREADS" --report "$WORK/$m.$mode.json"
+        --input input:100x1x512 --threads "$THREADS" --ort --report "$WORK/$m.$mode.json"
     done
   elif [ "$m" = bert_encoder ]; then
     echo "== $m dynamic per-channel"
     "$T2O" quantize "$WORK/$m.onnx" -o "$WORK/$m.dynamic.onnx" --mode dynamic --per-channel --eval-samples 64 --input tokens:1x128 \
-      --threads "$THREADS" --report "$WORK/$m.dynamic.json"
+      --threads "$THREADS" --ort --report "$WORK/$m.dynamic.json"
   else
     echo "== $m static QDQ per-channel (minmax)"
     "$T2O" quantize "$WORK/$m.onnx" -o "$WORK/$m.static.onnx" --mode static --per-channel --calibrate "$WORK/calib.npy" \
-      --eval "$WORK/held.npy" --threads "$THREADS" --report "$WORK/$m.static.json"
+      --eval "$WORK/held.npy" --threads "$THREADS" --ort --report "$WORK/$m.static.json"
     echo "== $m dynamic per-channel"
     "$T2O" quantize "$WORK/$m.onnx" -o "$WORK/$m.dynamic.onnx" --mode dynamic --per-channel --eval "$WORK/held.npy" \
-      --threads "$THREADS" --report "$WORK/$m.dynamic.json"
+      --threads "$THREADS" --ort --report "$WORK/$m.dynamic.json"
   fi
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
