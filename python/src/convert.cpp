@@ -432,7 +432,6 @@ void init_convert(pyb::module_& m) {
 #else
   m.attr("has_optimizer") = false;
 #endif
-  m.attr("has_quantizer") = false;
 }
 
 }  // namespace t2o::pyext

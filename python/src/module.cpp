@@ -31,4 +31,5 @@ PYBIND11_MODULE(_torch2onnx, m) {
   });
   t2o::pyext::init_session(m);
   t2o::pyext::init_convert(m);
+  t2o::pyext::init_quantize(m);
 }

@@ -6,5 +6,6 @@ namespace t2o::pyext {
 
 void init_session(pybind11::module_& m);  // session.cpp: Session, IOBinding, load_plugin
 void init_convert(pybind11::module_& m);  // convert.cpp: convert, verify, optimize, the Triton bundle
+void init_quantize(pybind11::module_& m);  // quantize.cpp: quantize_file, QuantizeOptions
 
 }  // namespace t2o::pyext

@@ -8,7 +8,7 @@ set(T2O_PY_TESTS ${CMAKE_CURRENT_LIST_DIR})
 add_library(t2o_test_cbr_alias MODULE ${T2O_PY_TESTS}/cbr_alias_plugin.cpp)
 target_include_directories(t2o_test_cbr_alias PRIVATE ${PROJECT_SOURCE_DIR}/examples/custom_op ${T2O_SRC}/runtime)
 
-foreach(name package session export functions seed_snippets triton quantized_export model_forms op_families)
+foreach(name package session export functions seed_snippets triton quantized_export model_forms op_families quantize)
   add_test(NAME python_${name}
            COMMAND ${T2O_TORCH_PYTHON} -m pytest -q -p no:cacheprovider ${T2O_PY_TESTS}/test_${name}.py)
   set_tests_properties(python_${name} PROPERTIES LABELS python TIMEOUT 900 ENVIRONMENT

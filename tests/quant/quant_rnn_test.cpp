@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "onnx/check.h"
 #include "quant/quant.h"
@@ -225,6 +226,24 @@ TEST(QuantRecurrent, WithoutTheMetadataTheLayerRunsAsWritten) {
   EXPECT_EQ(kern::rnn_int8_runs(), before);
   auto ref = run(plain, x, false);
   EXPECT_LT(max_abs_diff(fast.at("y").tensor, ref.at("y").tensor), 1e-5);
+}
+
+// A NaN in one row's input ends as it does in the float layer, and leaves the other rows alone.
+TEST(QuantRecurrent, NanInputsPropagate) {
+  if (!kern::rnn_int8_supported()) GTEST_SKIP() << "no AVX-512 VNNI";
+  Layer l;
+  l.batch = 2;
+  Model f = recurrent_model(l);
+  Model q = f;
+  quantize(q, QuantizeOptions{});
+  Tensor x = input_for(l, 6);
+  x.data<float>()[l.input + 2] = std::numeric_limits<float>::quiet_NaN();  // step 0, row 1
+  auto want = run(f, x);
+  auto got = run(q, x);
+  const Tensor& a = want.at("y_h").tensor;
+  const Tensor& b = got.at("y_h").tensor;
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_EQ(std::isnan(a.as_double(i)), std::isnan(b.as_double(i))) << i;
+  EXPECT_FALSE(std::isnan(b.as_double(0))) << "row 0 has no NaN";
 }
 
 }  // namespace

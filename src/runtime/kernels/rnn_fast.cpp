@@ -277,8 +277,8 @@ Int8Panels pack_int8(const int8_t* w, const Tensor& ws, int64_t G, int64_t H, in
 T2O_AVX512_WARNINGS_OFF
 
 // x[0, K) as bytes q + 128 with q = round(x / s) in [-127, 127], s = max |x| / 127, into
-// dst[0, 4 * K4) (padding 128); returns s (1 for an all-zero row, NaN when x has a NaN or an
-// infinity, which then reaches every product of the row).
+// dst[0, 4 * K4) (padding 128); returns s (NaN when x has a NaN or an infinity, which then
+// reaches every product of the row).
 T2O_VNNI float quantize_row(const float* x, int64_t K, int64_t K4, uint8_t* dst) {
   __m512 mx = _mm512_setzero_ps();
   __mmask16 bad = 0;
@@ -291,7 +291,8 @@ T2O_VNNI float quantize_row(const float* x, int64_t K, int64_t K4, uint8_t* dst)
   }
   float amax = _mm512_reduce_max_ps(mx);
   if (bad) return std::numeric_limits<float>::quiet_NaN();
-  const float s = amax > 0 ? amax / 127.0f : 1.0f;
+  // A row of zeros (or of values so small that 1 / s would overflow) keeps s = 1: it quantizes to 0.
+  const float s = amax > 1e-30f ? amax / 127.0f : 1.0f;
   const __m512 inv = _mm512_set1_ps(1.0f / s);
   const __m512i off = _mm512_set1_epi32(128), lo = _mm512_set1_epi32(1), hi = _mm512_set1_epi32(255);
   for (k = 0; k < 4 * K4; k += U) {
