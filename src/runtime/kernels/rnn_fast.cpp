@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "runtime/kernels/avx512_math.h"
 #include "runtime/kernels/matmul_util.h"
@@ -107,43 +108,49 @@ T2O_AVX512 void panel_gemv(const float* panel, int64_t K, int64_t G, int64_t g0,
     for (int g = 0; g < GN; ++g) _mm512_storeu_ps(acc + (b * ld + g) * U, a[b][g]);
 }
 
-template <int GN>
-void panel_gemv_rows(const float* panel, int64_t K, int64_t G, int64_t g0, const float* const* h, int nb, float* acc,
-                     int64_t ld) {
-  switch (nb) {
-    case 1: return panel_gemv<GN, 1>(panel, K, G, g0, h, acc, ld);
-    case 2: return panel_gemv<GN, 2>(panel, K, G, g0, h, acc, ld);
-    case 3: return panel_gemv<GN, 3>(panel, K, G, g0, h, acc, ld);
-    case 4: return panel_gemv<GN, 4>(panel, K, G, g0, h, acc, ld);
-    default:
-      if constexpr (GN <= 2) {
-        switch (nb) {
-          case 5: return panel_gemv<GN, 5>(panel, K, G, g0, h, acc, ld);
-          case 6: return panel_gemv<GN, 6>(panel, K, G, g0, h, acc, ld);
-          case 7: return panel_gemv<GN, 7>(panel, K, G, g0, h, acc, ld);
-          default: return panel_gemv<GN, 8>(panel, K, G, g0, h, acc, ld);
-        }
+constexpr int kMaxRows = 8;  // rows of h per pass over a panel
+
+// Calls f(std::integral_constant<int, GN>{}, std::integral_constant<int, NB>{}, g) for the gate
+// groups [g, g + GN) of gn gates and nb <= kMaxRows rows. Each pass keeps at most 16 accumulators
+// in registers: up to 4 rows take all gates at once, more rows take the gates two at a time
+// (reading a panel row once per 16 multiply-adds either way).
+template <typename F>
+void for_gate_groups(int64_t gn, int nb, F&& f) {
+  const int64_t group = nb <= 4 ? gn : std::min<int64_t>(gn, 2);
+  for (int64_t g = 0; g < gn; g += group) {
+    auto rows = [&](auto GNc) {
+      constexpr int GN = decltype(GNc)::value;
+      using std::integral_constant;
+      switch (nb) {
+        case 1: return f(GNc, integral_constant<int, 1>{}, g);
+        case 2: return f(GNc, integral_constant<int, 2>{}, g);
+        case 3: return f(GNc, integral_constant<int, 3>{}, g);
+        case 4: return f(GNc, integral_constant<int, 4>{}, g);
+        default:
+          if constexpr (GN <= 2) {
+            switch (nb) {
+              case 5: return f(GNc, integral_constant<int, 5>{}, g);
+              case 6: return f(GNc, integral_constant<int, 6>{}, g);
+              case 7: return f(GNc, integral_constant<int, 7>{}, g);
+              default: return f(GNc, integral_constant<int, 8>{}, g);
+            }
+          }
       }
+    };
+    switch (std::min(group, gn - g)) {
+      case 1: rows(std::integral_constant<int, 1>{}); break;
+      case 2: rows(std::integral_constant<int, 2>{}); break;
+      case 3: rows(std::integral_constant<int, 3>{}); break;
+      default: rows(std::integral_constant<int, 4>{}); break;
+    }
   }
 }
 
-constexpr int kMaxRows = 8;  // rows of h per pass over a panel
-
-// Gates g0 .. g0+gn-1 of one panel for nb <= kMaxRows rows: acc[(b * gn + g) * U + u]. Each
-// pass keeps at most 16 accumulators in registers: up to 4 rows take all gates at once, more
-// rows take the gates two at a time (reading a panel row once per 16 multiply-adds either way).
+// Gates g0 .. g0+gn-1 of one panel for nb <= kMaxRows rows: acc[(b * gn + g) * U + u].
 void gemv(const float* panel, int64_t K, int64_t G, int64_t g0, int64_t gn, const float* const* h, int nb, float* acc) {
-  int64_t group = nb <= 4 ? gn : std::min<int64_t>(gn, 2);
-  for (int64_t g = 0; g < gn; g += group) {
-    int64_t n = std::min(group, gn - g);
-    float* out = acc + g * U;
-    switch (n) {
-      case 1: panel_gemv_rows<1>(panel, K, G, g0 + g, h, nb, out, gn); break;
-      case 2: panel_gemv_rows<2>(panel, K, G, g0 + g, h, nb, out, gn); break;
-      case 3: panel_gemv_rows<3>(panel, K, G, g0 + g, h, nb, out, gn); break;
-      default: panel_gemv_rows<4>(panel, K, G, g0 + g, h, nb, out, gn); break;
-    }
-  }
+  for_gate_groups(gn, nb, [&](auto GNc, auto NBc, int64_t g) {
+    panel_gemv<decltype(GNc)::value, decltype(NBc)::value>(panel, K, G, g0 + g, h, acc + g * U, gn);
+  });
 }
 
 // What the gate updates of one row and one panel read and write. Pointers are at the panel's
@@ -346,26 +353,6 @@ T2O_VNNI void panel_gemv_s8(const int8_t* panel, const float* scale, const int32
   }
 }
 
-template <int GN>
-void panel_gemv_s8_rows(const int8_t* panel, const float* scale, const int32_t* colsum, int64_t K4, int64_t G,
-                        int64_t g0, const uint8_t* const* x, const float* xs, int nb, float* acc, int64_t ld) {
-  switch (nb) {
-    case 1: return panel_gemv_s8<GN, 1>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
-    case 2: return panel_gemv_s8<GN, 2>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
-    case 3: return panel_gemv_s8<GN, 3>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
-    case 4: return panel_gemv_s8<GN, 4>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
-    default:
-      if constexpr (GN <= 2) {
-        switch (nb) {
-          case 5: return panel_gemv_s8<GN, 5>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
-          case 6: return panel_gemv_s8<GN, 6>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
-          case 7: return panel_gemv_s8<GN, 7>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
-          default: return panel_gemv_s8<GN, 8>(panel, scale, colsum, K4, G, g0, x, xs, acc, ld);
-        }
-      }
-  }
-}
-
 T2O_AVX512_WARNINGS_ON
 
 // gemv's int8 twin: gates g0 .. g0+gn-1 of panel q for nb <= kMaxRows quantized rows.
@@ -374,17 +361,9 @@ void gemv_s8(const Int8Panels& w, int64_t q, int64_t G, int64_t g0, int64_t gn, 
   const int8_t* panel = w.bytes.data<int8_t>() + q * w.K4 * G * U * 4;
   const float* scale = w.scale.data() + q * G * U;
   const int32_t* colsum = w.colsum.data() + q * G * U;
-  int64_t group = nb <= 4 ? gn : std::min<int64_t>(gn, 2);
-  for (int64_t g = 0; g < gn; g += group) {
-    int64_t n = std::min(group, gn - g);
-    float* out = acc + g * U;
-    switch (n) {
-      case 1: panel_gemv_s8_rows<1>(panel, scale, colsum, w.K4, G, g0 + g, x, xs, nb, out, gn); break;
-      case 2: panel_gemv_s8_rows<2>(panel, scale, colsum, w.K4, G, g0 + g, x, xs, nb, out, gn); break;
-      case 3: panel_gemv_s8_rows<3>(panel, scale, colsum, w.K4, G, g0 + g, x, xs, nb, out, gn); break;
-      default: panel_gemv_s8_rows<4>(panel, scale, colsum, w.K4, G, g0 + g, x, xs, nb, out, gn); break;
-    }
-  }
+  for_gate_groups(gn, nb, [&](auto GNc, auto NBc, int64_t g) {
+    panel_gemv_s8<decltype(GNc)::value, decltype(NBc)::value>(panel, scale, colsum, w.K4, G, g0 + g, x, xs, acc + g * U, gn);
+  });
 }
 
 }  // namespace
