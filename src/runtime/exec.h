@@ -57,6 +57,7 @@ class GraphExec : public SubgraphRunner {
     std::vector<int> in;   // value slot per input (-1 absent)
     std::vector<int> out;  // value slot per output (-1 absent)
     std::vector<int> release;  // slots whose last reader is this step
+    int64_t profiled = 0;      // runs seen by T2O_PROFILE (the first, which packs weights, is not counted)
   };
   int slot_of(const std::string& name);
   const Graph& graph_;

@@ -426,7 +426,8 @@ TEST(RuntimeFusion, AttentionMatchesReference) {
 }
 
 // 3x3 stride-1 convolutions with 32 or more channels on maps of 7 x 7 outputs or more run as
-// Winograd F(2x2, 3x3) (runtime/kernels/conv_winograd.h): against the reference on odd and even
+// Winograd F(2x2, 3x3), from 21 x 21 as F(4x4, 3x3) (runtime/kernels/conv_winograd.h), with the
+// products batched or not (by tile count): against the reference on odd and even
 // sizes, every pad combination of 0 and 1, channel counts that do not fill a block, with and
 // without bias, the post-op chains it takes (and one it leaves to the direct convolution), input,
 // residual and output plain or channel-blocked (a 1x1 conv before and after keeps them blocked).
@@ -436,13 +437,14 @@ TEST(RuntimeFusion, WinogradMatchesReference) {
   const Tail tails[] = {Tail::Relu, Tail::Leaky, Tail::Clip, Tail::AddRelu, Tail::AddFirst, Tail::AddClip,
                         Tail::ReluAdd, Tail::HardSwish};
   int expected = 0;
-  const uint64_t before = kern::WinogradConv::runs_so_far();
-  for (int iter = 0; iter < 32; ++iter) {
+  const uint64_t before = kern::WinogradConv::runs_so_far(), before4 = kern::WinogradConv::runs_so_far(4);
+  int expected4 = 0;
+  for (int iter = 0; iter < 40; ++iter) {
     auto pick = [&](int lo, int hi) { return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(g)); };
     const int64_t n = pick(1, 2), c = iter % 3 == 0 ? 36 : 32 * pick(1, 2), m = iter % 4 == 1 ? 40 : 16 * pick(2, 4);
     // Maps from 3 x 3 outputs (too few tiles: direct) up; at 2 threads, fewer than 64 tiles split
     // each product between the threads rather than the tiles.
-    const int64_t h = pick(5, 21), w = pick(5, 21);
+    const int64_t h = pick(5, 30), w = pick(5, 30);
     const int64_t pt = pick(0, 1), pl = pick(0, 1), pb = pick(0, 1), pr = pick(0, 1);
     const Tail tail = tails[iter % 8];
     const bool blocked_in = iter % 2 == 1, blocked_out = iter % 5 < 2, bias = iter % 3 != 2;
@@ -484,16 +486,30 @@ TEST(RuntimeFusion, WinogradMatchesReference) {
     const std::string what = "iter " + std::to_string(iter) + " x " + dims_to_string({n, c, h, w}) + " m " +
                              std::to_string(m) + " pads " + std::to_string(pt) + std::to_string(pl) +
                              std::to_string(pb) + std::to_string(pr);
+    const bool takes = tail != Tail::HardSwish && ((yd[2] + 1) / 2) * ((yd[3] + 1) / 2) >= 16;
+    const bool f4 = takes && ((yd[2] + 3) / 4) * ((yd[3] + 3) / 4) >= 36;
+    expected += takes ? 2 : 0;
+    expected4 += f4 ? 2 : 0;
+    // F(4x4, 3x3) rounds to about 1e-5 of the conv's values (conv_winograd.h): besides the usual
+    // 1e-4 relative, 3e-5 of sqrt(9 C), the spread of a sum of 9 C products of values in [-1, 1]
+    // (a wrong transform is off by whole units).
+    const double extra = f4 ? 3e-5 * std::sqrt(9.0 * static_cast<double>(c)) : 0.0;
     auto want = run(b.m, false, feeds, 1);
     for (int threads : {1, 2}) {
       auto got = run(b.m, true, feeds, threads);
-      expect_close_f32(want.at(out).tensor, got.at(out).tensor, what + " threads " + std::to_string(threads));
+      const Tensor& wt = want.at(out).tensor;
+      const Tensor& gt = got.at(out).tensor;
+      ASSERT_EQ(wt.dims(), gt.dims()) << what;
+      for (int64_t i = 0; i < wt.numel(); ++i) {
+        const float wv = wt.data<float>()[i], gv = gt.data<float>()[i];
+        ASSERT_NEAR(wv, gv, 1e-4 * (1 + std::fabs(wv)) + extra) << what << " threads " << threads << " at " << i;
+      }
     }
-    const bool takes = tail != Tail::HardSwish && ((yd[2] + 1) / 2) * ((yd[3] + 1) / 2) >= 16;
-    expected += takes ? 2 : 0;
   }
   EXPECT_GT(expected, 20);
+  EXPECT_GT(expected4, 6);
   EXPECT_EQ(kern::WinogradConv::runs_so_far() - before, static_cast<uint64_t>(expected));
+  EXPECT_EQ(kern::WinogradConv::runs_so_far(4) - before4, static_cast<uint64_t>(expected4));
 }
 
 }  // namespace

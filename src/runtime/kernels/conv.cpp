@@ -165,7 +165,7 @@ class ConvKernel : public OpKernel {
     yd.insert(yd.end(), s.g.out.begin(), s.g.out.end());
     bool fast = dnnl_ && x.dtype() == DType::Float && w.dtype() == DType::Float && (!b || b->dtype() == DType::Float);
     Dims phys = dst_blk_ ? kern::blocked_dims(yd, dst_blk_) : yd;
-    const bool wino = fast && winograd_takes(x, w, s, yd, r);
+    const int wino = fast ? winograd_takes(x, w, s, yd, r) : 0;
     // A residual that dies here becomes the output: the sum post-op then reads it in place instead
     // of from a copy (oneDNN's sum adds what dst holds).
     if (!wino && fast && r && r->dtype() == DType::Float && r->dims() == phys && res_blk_ == dst_blk_ && r->numel() > 0 &&
@@ -177,7 +177,7 @@ class ConvKernel : public OpKernel {
     // Every element is written by the conv, so the output need not be zeroed first.
     Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), phys);
     if (y.numel() == 0 && post_.empty()) return;
-    if (wino && y.numel() > 0 && run_winograd(ctx, x, xd, s, yd, y, r)) return;
+    if (wino && y.numel() > 0 && run_winograd(ctx, x, xd, s, yd, y, r, wino)) return;
     if (fast && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) return;
     // Reference path: plain tensors in and out, converted when the neighbours are blocked; released
     // weights rebuilt from the packed copy.
@@ -227,19 +227,21 @@ class ConvKernel : public OpKernel {
 
   // Whether this run goes to Winograd: its constant weights, a geometry it takes, activations
   // blocked by 16 or plain, and a residual of the output's own dims.
-  bool winograd_takes(const Tensor& x, const Tensor& w, const ConvShape& s, const Dims& yd, const Tensor* r) const {
-    if (!const_w_.defined() || !w.same_storage(const_w_) || s.g.nsp != 2 || x.numel() == 0) return false;
-    if (src_blk_ == 8 || dst_blk_ == 8 || res_blk_ == 8) return false;
-    if (r && (r->dtype() != DType::Float || r->dims() != (res_blk_ ? kern::blocked_dims(yd, 16) : yd))) return false;
+  int winograd_takes(const Tensor& x, const Tensor& w, const ConvShape& s, const Dims& yd, const Tensor* r) const {
+    if (!const_w_.defined() || !w.same_storage(const_w_) || s.g.nsp != 2 || x.numel() == 0) return 0;
+    if (src_blk_ == 8 || dst_blk_ == 8 || res_blk_ == 8) return 0;
+    if (r && (r->dtype() != DType::Float || r->dims() != (res_blk_ ? kern::blocked_dims(yd, 16) : yd))) return 0;
     return kern::WinogradConv::takes(s.g.stride, s.g.dil, {s.g.pb[0], s.g.pb[1], s.g.pe[0], s.g.pe[1]}, s.g.out[0],
                                      s.g.out[1]);
   }
 
   // Winograd over blocked activations: plain inputs, residual and output go through blocked
-  // copies. False when oneDNN refused (y is then rewritten by the other paths).
+  // copies. False when oneDNN refused (y is then rewritten by the other paths). The tile size is
+  // the first such run's choice (any computes every geometry Winograd takes).
   bool run_winograd(KernelContext& ctx, const Tensor& x, const Dims& xd, const ConvShape& s, const Dims& yd, Tensor& y,
-                    const Tensor* r) {
-    std::call_once(wino_once_, [this] {
+                    const Tensor* r, int tile) {
+    const int64_t tiles = xd[0] * ((yd[2] + tile - 1) / tile) * ((yd[3] + tile - 1) / tile);
+    std::call_once(wino_once_, [this, tile, tiles] {
       // The direct convolution's packed weights go first (packed again should a run need them),
       // and their pages back to the system (heap chunks this size outlive a free otherwise), so
       // that they never coexist with the transformed ones.
@@ -247,7 +249,7 @@ class ConvKernel : public OpKernel {
 #ifdef __GLIBC__
       malloc_trim(0);
 #endif
-      wino_ = kern::WinogradConv::make(const_w_, const_b_.defined() ? &const_b_ : nullptr, post_);
+      wino_ = kern::WinogradConv::make(const_w_, const_b_.defined() ? &const_b_ : nullptr, post_, tile, tiles);
     });
     if (!wino_) return false;
     Tensor xb = x, rb = r ? *r : Tensor(), yb = y;
