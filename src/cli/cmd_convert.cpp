@@ -6,12 +6,14 @@
 
 #include "cli/cmd_verify.h"
 #include "cli/commands.h"
+#include "cli/quant_report.h"
 #include "cli/report_content.h"
 #include "cli/specs.h"
 #include "cli/triton.h"
 #include "onnx/check.h"
 #include "onnx/model_io.h"
 #include "onnx/tensor_io.h"
+#include "passes/graph_util.h"
 #include "passes/passes.h"
 #include "quant/quant.h"
 #include "torch/convert.h"
@@ -44,6 +46,7 @@ struct ConvertArgs {
   std::string quantize;
   std::vector<std::string> calibrate;
   bool per_channel = false;
+  std::optional<double> max_drop;
 };
 
 // What a reader of the report should know about the conversion beyond the converter's warnings:
@@ -63,9 +66,12 @@ void add_conversion_notes(HtmlReport& page, const std::string& pt, const Convert
   add_model_notes(page, r.model);
 }
 
-// convert --quantize: the shortcut for convert then quantize (no accuracy report; run
-// 'torch2onnx quantize' on the float model for one).
-void quantize_converted(Model& m, const ConvertArgs& a, const ConvertOptions& o, HtmlReport* page) {
+// convert --quantize: the shortcut for convert then quantize, with the quantize command's accuracy
+// report on generated inputs (its latency and --eval need 'torch2onnx quantize' on the float
+// model). Returns the accuracy drop (AccuracyReport::drop), or nothing when no node was
+// quantized or the model could not be evaluated on generated inputs (a warning says why; an
+// error with --max-drop).
+std::optional<double> quantize_converted(Model& m, const ConvertArgs& a, const ConvertOptions& o, HtmlReport* page) {
   QuantizeOptions q;
   q.mode = a.quantize == "static" ? QuantMode::Static : QuantMode::Dynamic;
   q.per_channel = a.per_channel;
@@ -75,6 +81,7 @@ void quantize_converted(Model& m, const ConvertArgs& a, const ConvertOptions& o,
   for (const auto& [name, t] : o.data) q.input_sizes[name] = t.dims();
   if (!a.calibrate.empty()) q.calibration = load_input_sets(m, a.calibrate);
   int64_t t0 = now_ns();
+  const Model float_model = passes::deep_copy(m);  // passes may edit subgraphs, which plain copies share
   QuantizeResult r = quantize(m, q);
   if (page) {
     page->add_stage(std::string("quantize (") + (q.mode == QuantMode::Static ? "calibrate, " : "") + "rewrite)", ms_since(t0));
@@ -87,6 +94,32 @@ void quantize_converted(Model& m, const ConvertArgs& a, const ConvertOptions& o,
     std::printf("quantized %d nodes to int8 (%s%s%s)\n", r.quantized, a.quantize.c_str(), ops.empty() ? "" : ": ",
                 ops.c_str());
   }
+  if (r.quantized == 0) return std::nullopt;
+  // Held out from calibration, as in 'quantize': another seed than the generated calibration sets.
+  int64_t t1 = now_ns();
+  std::vector<InputSet> eval;
+  AccuracyReport acc;
+  try {
+    eval = generate_input_sets(float_model, 8, q.seed + 1000, 0, q.input_sizes);
+    acc = compare_accuracy(float_model, m, eval, 0);
+  } catch (const Error& e) {
+    if (a.max_drop)
+      throw Error(std::string("--max-drop: the quantized model could not be evaluated on generated inputs: ") + e.what(),
+                  "run 'torch2onnx quantize' on the float model with --eval and real inputs", e.exit_code());
+    print_warning(std::string("--quantize: no accuracy report (the model did not run on generated inputs: ") + e.what() +
+                  "); 'torch2onnx quantize --eval' takes real inputs");
+    return std::nullopt;
+  }
+  if (!a.quiet) print_quant_accuracy(acc, eval, true);
+  if (page) {
+    page->add_stage("quantize: accuracy against the float model", ms_since(t1));
+    for (const OutputAccuracy& out : acc.outputs)
+      page->add_note("accuracy", fmt::format("output {}: max abs difference {:.4g}, cosine {:.6f}{} against the float "
+                                             "model on {} generated input sets", out.name, out.max_abs, out.cosine,
+                                             out.top1 ? fmt::format(", top-1 agreement {:.2f}%", 100.0 * *out.top1) : "",
+                                             acc.samples));
+  }
+  return acc.drop();
 }
 
 int convert(const ConvertArgs& a) {
@@ -126,8 +159,9 @@ int convert(const ConvertArgs& a) {
     throw Error("--verify compares with PyTorch at float tolerances, which an int8 model does not meet",
                 "convert --verify first, then run 'torch2onnx quantize' (it reports the accuracy against the float model)",
                 kExitUsage);
-  if (a.quantize.empty() && (!a.calibrate.empty() || a.per_channel))
-    throw Error("--calibrate and --per-channel go with --quantize", "add --quantize static (or dynamic)", kExitUsage);
+  if (a.quantize.empty() && (!a.calibrate.empty() || a.per_channel || a.max_drop))
+    throw Error("--calibrate, --per-channel and --max-drop go with --quantize", "add --quantize static (or dynamic)",
+                kExitUsage);
   std::optional<HtmlReport> page;
   if (!a.report.empty()) page.emplace("torch2onnx convert " + a.model);
   auto warned = std::make_shared<std::vector<std::string>>();
@@ -163,7 +197,8 @@ int convert(const ConvertArgs& a) {
       r.notes.push_back(note);
     }
   }
-  if (!a.quantize.empty()) quantize_converted(r.model, a, o, page ? &*page : nullptr);
+  std::optional<double> drop;
+  if (!a.quantize.empty()) drop = quantize_converted(r.model, a, o, page ? &*page : nullptr);
   if (page) {
     page->add_fact("output", out);
     add_conversion_notes(*page, a.model, r, o);
@@ -200,6 +235,12 @@ int convert(const ConvertArgs& a) {
     return rc;
   }
   if (page) write_report(*page, a.report, a.quiet);
+  if (a.max_drop && drop && *drop > *a.max_drop) {
+    print_error(fmt::format("accuracy drop {:.4g} exceeds --max-drop {:.4g} (written anyway: {})", *drop, *a.max_drop, out),
+                "run 'torch2onnx quantize' on the float model to exclude sensitive nodes (--exclude) or calibrate on "
+                "real data");
+    return kExitMismatch;
+  }
   return 0;
 }
 
@@ -265,6 +306,9 @@ Runner add_convert(CLI::App& app) {
       ->check(CLI::IsMember({"dynamic", "static"}));
   cmd->add_option("--calibrate", a->calibrate, "with --quantize static: calibration input sets (.npy/.pb files or folders)");
   cmd->add_flag("--per-channel", a->per_channel, "with --quantize: one weight scale per output channel or column");
+  cmd->add_option("--max-drop", a->max_drop,
+                  "with --quantize: exit 1 (after writing) when the accuracy drop on generated inputs exceeds this "
+                  "(top-1 agreement lost for classifiers, else 1 - cosine; e.g. 0.01)");
   return [a] { return convert(*a); };
 }
 

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/ort_latency.h"
+#include "cli/quant_report.h"
 #include "cli/specs.h"
 #include "onnx/check.h"
 #include "onnx/model_io.h"
@@ -43,14 +44,6 @@ void check_output(const Model& quantized, const Model& input) {
     throw Error(std::string("the quantized model fails the ONNX checker: ") + e.what(),
                 "exclude the node named above with --exclude and report the model");
   }
-}
-
-// "x 1x3x224x224": the sizes of the first set (generated sets all have them).
-std::string set_sizes(const std::vector<InputSet>& sets) {
-  std::string r;
-  if (sets.empty()) return r;
-  for (const auto& [name, t] : sets[0]) r += (r.empty() ? "" : ", ") + name + " " + dims_to_string(t.dims());
-  return r;
 }
 
 nlohmann::json report_json(const QuantizeArgs& a, const QuantizeResult& q, const AccuracyReport& acc,
@@ -100,13 +93,7 @@ void print_report(const QuantizeArgs& a, const QuantizeResult& q, const Accuracy
   if (ort && ort->error.empty())
     std::printf("          %.3f ms -> %.3f ms (median of %d runs, ONNX Runtime %s, same files and first input set)\n",
                 ort->median_ms[0], ort->median_ms[1], acc.runs, ort->version.c_str());
-  std::printf("accuracy  on %d %s input sets (%s), against the float model:\n", acc.samples,
-              eval_generated ? "generated" : "given", set_sizes(eval).c_str());
-  for (const OutputAccuracy& o : acc.outputs) {
-    std::string top1 = o.top1 ? fmt::format("  top-1 agreement {:.2f}% ({} rows, {} distinct float classes)", 100.0 * *o.top1, o.rows,
-                                       o.classes) : "";
-    std::printf("  %-20s max abs diff %.4g  cosine %.6f%s\n", o.name.c_str(), o.max_abs, o.cosine, top1.c_str());
-  }
+  print_quant_accuracy(acc, eval, eval_generated);
 }
 
 int quantize_cmd(const QuantizeArgs& a) {
@@ -179,6 +166,24 @@ int quantize_cmd(const QuantizeArgs& a) {
 }
 
 }  // namespace
+
+std::string set_sizes(const std::vector<InputSet>& sets) {
+  std::string r;
+  if (sets.empty()) return r;
+  for (const auto& [name, t] : sets[0]) r += (r.empty() ? "" : ", ") + name + " " + dims_to_string(t.dims());
+  return r;
+}
+
+void print_quant_accuracy(const AccuracyReport& acc, const std::vector<InputSet>& eval, bool generated) {
+  std::printf("accuracy  on %d %s input sets (%s), against the float model:\n", acc.samples,
+              generated ? "generated" : "given", set_sizes(eval).c_str());
+  for (const OutputAccuracy& o : acc.outputs) {
+    std::string top1 = o.top1 ? fmt::format("  top-1 agreement {:.2f}% ({} rows, {} distinct float classes)",
+                                            100.0 * *o.top1, o.rows, o.classes)
+                              : "";
+    std::printf("  %-20s max abs diff %.4g  cosine %.6f%s\n", o.name.c_str(), o.max_abs, o.cosine, top1.c_str());
+  }
+}
 
 Runner add_quantize(CLI::App& app) {
   auto a = std::make_shared<QuantizeArgs>();

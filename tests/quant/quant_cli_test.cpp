@@ -165,6 +165,10 @@ TEST_F(QuantizeCli, ConvertQuantize) {
   Result d = cli("convert " + pt + " -o " + path("mlp.int8.onnx") + " --input input:4x32 --quantize dynamic --per-channel");
   ASSERT_EQ(d.code, 0) << d.out;
   EXPECT_NE(d.out.find("quantized 2 nodes to int8 (dynamic"), std::string::npos) << d.out;
+  // The accuracy against the float model, as 'quantize' reports it (4 x 10 logits: a classifier).
+  EXPECT_NE(d.out.find("accuracy  on 8 generated input sets (input 4x32), against the float model"), std::string::npos)
+      << d.out;
+  EXPECT_NE(d.out.find("top-1 agreement"), std::string::npos) << d.out;
   EXPECT_NO_THROW(check_model_file(path("mlp.int8.onnx")));
   Model q = load_model(path("mlp.int8.onnx"));
   EXPECT_EQ(count_op(q, "MatMulInteger"), 2);
@@ -175,7 +179,21 @@ TEST_F(QuantizeCli, ConvertQuantize) {
   EXPECT_EQ(count_op(load_model(path("mlp.qdq.onnx")), "QuantizeLinear"), 2);
   EXPECT_EQ(cli("convert " + pt + " -o " + path("x.onnx") + " --input input:4x32 --quantize dynamic --verify").code, 2);
   EXPECT_EQ(cli("convert " + pt + " -o " + path("x.onnx") + " --input input:4x32 --per-channel").code, 2);
+  EXPECT_EQ(cli("convert " + pt + " -o " + path("x.onnx") + " --input input:4x32 --max-drop 0.01").code, 2);
   EXPECT_FALSE(fs::exists(path("x.onnx")));
+  // --max-drop: an output that is not logits is judged by 1 - cosine, which int8 rounding makes > 0:
+  // exit 1, the model written anyway.
+  std::string reg = path("reg.pt");
+  std::string py2 = std::string(T2O_PYTHON) +
+                    " -c \"import torch; torch.manual_seed(0); m = torch.nn.Sequential(torch.nn.Linear(32, 64), "
+                    "torch.nn.ReLU(), torch.nn.Linear(64, 1)).eval(); torch.jit.script(m).save('" + reg + "')\"";
+  ASSERT_EQ(std::system(py2.c_str()), 0) << py2;
+  Result over = cli("convert " + reg + " -o " + path("reg.int8.onnx") + " --input input:4x32 --quantize dynamic --max-drop 0");
+  EXPECT_EQ(over.code, 1) << over.out;
+  EXPECT_NE(over.out.find("exceeds --max-drop"), std::string::npos) << over.out;
+  EXPECT_TRUE(fs::exists(path("reg.int8.onnx")));
+  Result within = cli("convert " + reg + " -o " + path("reg.int8.onnx") + " --input input:4x32 --quantize dynamic --max-drop 0.01");
+  EXPECT_EQ(within.code, 0) << within.out;
 }
 #endif
 
