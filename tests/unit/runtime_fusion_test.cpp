@@ -425,8 +425,8 @@ TEST(RuntimeFusion, AttentionMatchesReference) {
   }
 }
 
-// 3x3 stride-1 convolutions with 32 or more channels on maps of 7 x 7 outputs or more run as
-// Winograd F(2x2, 3x3), from 21 x 21 as F(4x4, 3x3) (runtime/kernels/conv_winograd.h), with the
+// 3x3 stride-1 convolutions with 32 or more channels on maps of more than 16 2x2 tiles (9 x 9
+// outputs) run as Winograd F(2x2, 3x3), from 21 x 21 as F(4x4, 3x3) (runtime/kernels/conv_winograd.h), with the
 // products batched or not (by tile count): against the reference on odd and even
 // sizes, every pad combination of 0 and 1, channel counts that do not fill a block, with and
 // without bias, the post-op chains it takes (and one it leaves to the direct convolution), input,
@@ -486,7 +486,7 @@ TEST(RuntimeFusion, WinogradMatchesReference) {
     const std::string what = "iter " + std::to_string(iter) + " x " + dims_to_string({n, c, h, w}) + " m " +
                              std::to_string(m) + " pads " + std::to_string(pt) + std::to_string(pl) +
                              std::to_string(pb) + std::to_string(pr);
-    const bool takes = tail != Tail::HardSwish && ((yd[2] + 1) / 2) * ((yd[3] + 1) / 2) >= 16;
+    const bool takes = tail != Tail::HardSwish && ((yd[2] + 1) / 2) * ((yd[3] + 1) / 2) > 16;
     const bool f4 = takes && ((yd[2] + 3) / 4) * ((yd[3] + 3) / 4) >= 36;
     expected += takes ? 2 : 0;
     expected4 += f4 ? 2 : 0;

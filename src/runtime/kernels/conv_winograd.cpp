@@ -295,9 +295,9 @@ std::unique_ptr<WinogradConv> WinogradConv::make(const Tensor& w, const Tensor* 
   std::unique_ptr<WinogradConv> c(new WinogradConv());
   Impl& s = *c->impl_;
   s.tile = tile;
-  // Batched unless the products have few rows (a 7 x 7 map: 16 tiles of F(2x2, 3x3), 512
-  // channels 0.77 -> 1.26 ms batched at 1 thread); on 64 - 256 channels and 49 or more rows the
-  // batched call is 3 - 18% faster at 1 thread and 1.3 - 4x at 2.
+  // Batched unless the products have few rows (16 rows of 512 channels: 0.77 -> 1.26 ms batched at
+  // 1 thread); on 64 - 256 channels and 49 or more rows the batched call is 3 - 18% faster at 1
+  // thread and 1.3 - 4x at 2.
   s.batched = tiles >= 32;
   s.M = w.dim(0);
   s.C = w.dim(1);
@@ -367,9 +367,12 @@ int WinogradConv::takes(const Dims& stride, const Dims& dilation, const Dims& pa
   // F(4x4, 3x3) from 36 tiles (21 x 21 outputs); on 14 x 14 (16 tiles) it lost to F(2x2, 3x3) in
   // ResNet-50 at 1 thread (0.78 -> 1.04 ms per conv; its weights are 2.25x larger).
   if (((OH + 3) / 4) * ((OW + 3) / 4) >= 36) return 4;
-  // 16 tiles: a 7 x 7 map (ResNet-18's last 3x3 convs: 1.8 -> 1.2 ms each at 1 thread on a
-  // 2-FMA AVX-512 core). Smaller maps leave the products too few rows.
-  return ((OH + 1) / 2) * ((OW + 1) / 2) >= 16 ? 2 : 0;
+  // More than 16 tiles (9 x 9 outputs and up). On 7 x 7 maps (ResNet's last 3x3 convs) the
+  // channels-last brgemm direct conv (conv_dnnl.cpp) is as fast at batch 1 (ResNet-18's three:
+  // 4.7 -> 4.9 ms per run at 1 thread, 2.7 -> 2.7 at 2) without the 16/9 larger transformed
+  // weights (ResNet-18's peak RSS 166 -> 142 MB at 2 threads); smaller maps leave the products
+  // too few rows.
+  return ((OH + 1) / 2) * ((OW + 1) / 2) > 16 ? 2 : 0;
 }
 
 bool WinogradConv::run(const float* x, int64_t N, int64_t H, int64_t W, const Dims& pads, float* y, int64_t OH,
@@ -386,10 +389,10 @@ bool WinogradConv::run(const float* x, int64_t N, int64_t H, int64_t W, const Di
   // than splitting every product's few rows between the threads.
   const int64_t most = std::max<int64_t>(32, (int64_t{2} << 20) / (4 * K * (s.Cp + s.Mp)));
   const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, (T + 15) / 16)));
-  // Fewer than 32 tiles per thread (7 x 7, 14 x 14 and, in F(4x4, 3x3), 28 x 28 maps at batch 1):
-  // one chunk, its transforms split by tiles and its products spread over the threads, with a
-  // barrier between the phases (at 2 threads ResNet-18 9.6 -> 8.8 ms; a 7 x 7 map had run on one
-  // thread).
+  // Fewer than 32 tiles per thread (14 x 14 and, in F(4x4, 3x3), 28 x 28 maps at batch 1): one
+  // chunk, its transforms split by tiles and its products spread over the threads, with a barrier
+  // between the phases (at 2 threads ResNet-18 9.6 -> 8.8 ms when its 7 x 7 maps ran here; they
+  // had run on one thread).
   if (threads > 1 && T < 32 * threads && T <= most) return run_split(x, N, H, W, pads, y, OH, OW, r, threads);
   int64_t chunks = (T + most - 1) / most;
   chunks = (chunks + team - 1) / team * team;
