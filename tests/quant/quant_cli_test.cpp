@@ -157,11 +157,17 @@ TEST_F(QuantizeCli, BadInputAndUsage) {
 
 #ifdef T2O_WITH_TORCH
 TEST_F(QuantizeCli, ConvertQuantize) {
-  std::string pt = path("mlp.pt");
-  std::string py = std::string(T2O_PYTHON) +
-                   " -c \"import torch; torch.manual_seed(0); m = torch.nn.Sequential(torch.nn.Linear(32, 64), "
-                   "torch.nn.ReLU(), torch.nn.Linear(64, 10)).eval(); torch.jit.script(m).save('" + pt + "')\"";
-  ASSERT_EQ(std::system(py.c_str()), 0) << py;
+  // A scripted 32 -> 64 -> `out` MLP saved as `name`.
+  auto mlp_pt = [&](const std::string& name, int out) {
+    std::string pt = path(name);
+    std::string py = std::string(T2O_PYTHON) +
+                     " -c \"import torch; torch.manual_seed(0); m = torch.nn.Sequential(torch.nn.Linear(32, 64), "
+                     "torch.nn.ReLU(), torch.nn.Linear(64, " + std::to_string(out) + ")).eval(); "
+                     "torch.jit.script(m).save('" + pt + "')\"";
+    EXPECT_EQ(std::system(py.c_str()), 0) << py;
+    return pt;
+  };
+  std::string pt = mlp_pt("mlp.pt", 10);
   Result d = cli("convert " + pt + " -o " + path("mlp.int8.onnx") + " --input input:4x32 --quantize dynamic --per-channel");
   ASSERT_EQ(d.code, 0) << d.out;
   EXPECT_NE(d.out.find("quantized 2 nodes to int8 (dynamic"), std::string::npos) << d.out;
@@ -183,11 +189,7 @@ TEST_F(QuantizeCli, ConvertQuantize) {
   EXPECT_FALSE(fs::exists(path("x.onnx")));
   // --max-drop: an output that is not logits is judged by 1 - cosine, which int8 rounding makes > 0:
   // exit 1, the model written anyway.
-  std::string reg = path("reg.pt");
-  std::string py2 = std::string(T2O_PYTHON) +
-                    " -c \"import torch; torch.manual_seed(0); m = torch.nn.Sequential(torch.nn.Linear(32, 64), "
-                    "torch.nn.ReLU(), torch.nn.Linear(64, 1)).eval(); torch.jit.script(m).save('" + reg + "')\"";
-  ASSERT_EQ(std::system(py2.c_str()), 0) << py2;
+  std::string reg = mlp_pt("reg.pt", 1);
   Result over = cli("convert " + reg + " -o " + path("reg.int8.onnx") + " --input input:4x32 --quantize dynamic --max-drop 0");
   EXPECT_EQ(over.code, 1) << over.out;
   EXPECT_NE(over.out.find("exceeds --max-drop"), std::string::npos) << over.out;

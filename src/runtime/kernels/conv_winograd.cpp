@@ -223,11 +223,13 @@ struct WinogradConv::Impl {
     if (batched) return memory::desc({K(), Cp, Mp}, memory::data_type::f32, memory::format_tag::any);
     return memory::desc({Cp, Mp}, memory::data_type::f32, memory::format_tag::any);
   }
-  // The K products of a chunk of `rows` tiles: v holds its transformed tiles, m gets the products.
-  void products(const Prim& p, int64_t rows, float* v, float* m, const memory& scratch, dnnl::stream& st) const {
+  // The products of a chunk of `rows` tiles: v holds its transformed tiles, m gets the products.
+  // Products first, first + step, ... (a thread's share), or when batched all K in one call.
+  void products(const Prim& p, int64_t rows, float* v, float* m, const memory& scratch, dnnl::stream& st,
+                int64_t first = 0, int64_t step = 1) const {
     const memory::desc a = act_desc(rows, Cp), o = act_desc(rows, Mp);
     const std::vector<memory>& w = packed[p.layout].second;
-    for (int64_t k = 0; k < (batched ? 1 : K()); ++k)
+    for (int64_t k = first; k < (batched ? 1 : K()); k += step)
       p.mm.execute(st, {{DNNL_ARG_SRC, memory(a, engine(), v + k * rows * Cp)},
                         {DNNL_ARG_WEIGHTS, w[static_cast<size_t>(k)]},
                         {DNNL_ARG_DST, memory(o, engine(), m + k * rows * Mp)},
@@ -482,17 +484,7 @@ bool WinogradConv::run_split(const float* x, int64_t N, int64_t H, int64_t W, co
       void* sp = s.scratch.data() + per * static_cast<size_t>(tid);
       size_t space = per;
       memory scratch(p->scratchpad, engine(), std::align(64, p->scratchpad.get_size(), sp, space));
-      if (s.batched) {
-        s.products(*p, T, v, m, scratch, st);
-        return;
-      }
-      const memory::desc a = s.act_desc(T, s.Cp), o = s.act_desc(T, s.Mp);
-      for (int64_t k = tid; k < K; k += nth)
-        p->mm.execute(st, {{DNNL_ARG_SRC, memory(a, engine(), v + k * T * s.Cp)},
-                           {DNNL_ARG_WEIGHTS, s.packed[p->layout].second[static_cast<size_t>(k)]},
-                           {DNNL_ARG_DST, memory(o, engine(), m + k * T * s.Mp)},
-                           {DNNL_ARG_SCRATCHPAD, scratch}});
-      st.wait();
+      s.products(*p, T, v, m, scratch, st, tid, nth);
     } catch (...) {
       failed = true;
     }
