@@ -197,8 +197,8 @@ struct WinogradConv::Impl {
   std::vector<float> bias;  // Mp values, zeros past M
   std::vector<ConvPostOp> post;
   // The K products as one batched matmul (one call per chunk: the calls' overhead and a thread
-  // split per product cost more than the products on small channel counts), or as K matmuls (a
-  // few rows of many channels, 7 x 7 maps, where oneDNN's batched kernel is slower).
+  // split per product cost more than the products on small channel counts), or as K matmuls
+  // (fewer than 32 tiles: on few rows of many channels oneDNN's batched kernel is slower).
   bool batched = false;
   // The transformed weights in the layout oneDNN's matmul wants (one packing per layout; the plain
   // copies are not kept): one [K, Cp, Mp] memory when batched, else K [Cp, Mp] ones.
