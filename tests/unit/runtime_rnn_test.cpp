@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -267,6 +268,49 @@ TEST(RnnKernels, FastPathMatchesReference) {
         }
       }
   }
+}
+
+// A NaN in one batch row's input poisons that row's states from its step on, in the fast path as in
+// the reference (clamps inside exp / clip / relu must not turn it into a number); other rows stay
+// finite and equal.
+TEST(RnnKernels, FastPathKeepsNaN) {
+  std::mt19937 g(21);
+  for (std::string op : {"LSTM", "GRU", "RNN"})
+    for (bool clip : {false, true}) {
+      SCOPED_TRACE(op + (clip ? " clip" : ""));
+      int64_t G = op == "RNN" ? 1 : op == "GRU" ? 3 : 4, S = 5, B = 3, I = 7, H = 19;
+      Tensor X = random_uniform(g, {S, B, I});
+      X.data<float>()[(2 * B + 1) * I + 3] = std::numeric_limits<float>::quiet_NaN();  // step 2, row 1
+      Tensor W = random_uniform(g, {1, G * H, I}, -0.3f, 0.3f), R = random_uniform(g, {1, G * H, H}, -0.2f, 0.2f);
+      std::vector<Attribute> a{Attribute::make_int("hidden_size", H)};
+      if (clip) a.push_back(Attribute::make_float("clip", 0.7f));
+      if (op == "RNN") a.push_back(Attribute::make_strings("activations", {"Relu"}));
+      int outs = op == "LSTM" ? 3 : 2;
+      auto ref = run_rnn(op, {X, W, R}, a, outs, 1, false);
+      uint64_t before = kern::rnn_fast_runs();
+      auto fast = run_rnn(op, {X, W, R}, a, outs, 1, true);
+      ASSERT_EQ(kern::rnn_fast_runs(), before + 1) << "the fast path was not taken";
+      const Tensor &yr = ref[0], &yf = fast[0];  // [S, 1, B, H]
+      int nan_rows = 0;
+      for (int64_t t = 0; t < S; ++t)
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t h = 0; h < H; ++h) {
+            int64_t i = (t * B + b) * H + h;
+            double r = yr.as_double(i), f = yf.as_double(i);
+            bool poisoned = b == 1 && t >= 2;
+            if (std::isnan(r)) ++nan_rows;
+            EXPECT_EQ(std::isnan(r), std::isnan(f)) << "t " << t << " b " << b << " h " << h;
+            if (!poisoned) {
+              EXPECT_FALSE(std::isnan(f)) << "t " << t << " b " << b << " h " << h;
+              EXPECT_NEAR(r, f, 2e-5 * std::max(1.0, std::fabs(r)));
+            }
+          }
+      EXPECT_GT(nan_rows, 0) << "the reference kept no NaN";
+      for (int k = 1; k < outs; ++k)  // final states: row 1 NaN somewhere, others finite
+        for (int64_t i = 0; i < ref[static_cast<size_t>(k)].numel(); ++i)
+          EXPECT_EQ(std::isnan(ref[static_cast<size_t>(k)].as_double(i)), std::isnan(fast[static_cast<size_t>(k)].as_double(i)))
+              << "output " << k << " at " << i;
+    }
 }
 
 TEST(RnnKernels, BadInputThrows) {

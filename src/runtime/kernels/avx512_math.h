@@ -22,10 +22,18 @@ namespace t2o::kern {
 
 T2O_AVX512_WARNINGS_OFF
 
+// min(max(x, lo), hi) that keeps NaN: vmaxps / vminps return their second operand when either is
+// NaN, so x goes second.
+T2O_AVX512 inline __m512 clamp512(__m512 x, __m512 lo, __m512 hi) {
+  return _mm512_min_ps(hi, _mm512_max_ps(lo, x));
+}
+// max(x, 0), NaN kept (as std::max(x, 0.f) and PyTorch's relu do).
+T2O_AVX512 inline __m512 relu512(__m512 x) { return _mm512_max_ps(_mm512_setzero_ps(), x); }
+
 // exp by range reduction to |r| <= ln2/2 and a degree-7 polynomial (relative error ~1e-7);
-// inputs are clamped to [-88, 88].
+// inputs are clamped to [-88, 88], NaN stays NaN.
 T2O_AVX512 inline __m512 exp512(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.0f)), _mm512_set1_ps(88.0f));
+  x = clamp512(x, _mm512_set1_ps(-88.0f), _mm512_set1_ps(88.0f));
   __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);

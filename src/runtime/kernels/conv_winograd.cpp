@@ -90,14 +90,14 @@ T2O_AVX512 inline __m512 finish(__m512 v, __m512 bias, const std::vector<ConvPos
     switch (p.kind) {
       case ConvPostOp::Kind::Relu:
         if (p.alpha == 0.0f) {
-          v = _mm512_max_ps(v, _mm512_setzero_ps());
+          v = relu512(v);
         } else {
           __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
           v = _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(p.alpha));
         }
         break;
       case ConvPostOp::Kind::Clip:
-        v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(p.alpha)), _mm512_set1_ps(p.beta));
+        v = clamp512(v, _mm512_set1_ps(p.alpha), _mm512_set1_ps(p.beta));
         break;
       case ConvPostOp::Kind::Sum: v = _mm512_add_ps(v, _mm512_loadu_ps(r)); break;
       default: break;  // make() admits no others

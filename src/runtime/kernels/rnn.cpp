@@ -26,7 +26,7 @@ struct Activation {
     switch (kind) {
       case Act::Sigmoid: return x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x));
       case Act::Tanh: return std::tanh(x);
-      case Act::Relu: return x > 0 ? x : A(0);
+      case Act::Relu: return !(x <= 0) ? x : A(0);  // NaN stays NaN
       case Act::Affine: return A(alpha) * x + A(beta);
       case Act::LeakyRelu: return x >= 0 ? x : A(alpha) * x;
       case Act::ThresholdedRelu: return x > A(alpha) ? x : A(0);

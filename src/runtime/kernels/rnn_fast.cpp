@@ -173,7 +173,7 @@ struct UnitBlock {
 T2O_AVX512 inline __m512 gate_in(const UnitBlock& u, int g, __m512 extra) {
   __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(u.mask, u.pre + g * u.H), _mm512_loadu_ps(u.acc + g * U));
   v = _mm512_add_ps(v, extra);
-  if (u.has_clip) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-u.clip)), _mm512_set1_ps(u.clip));
+  if (u.has_clip) v = clamp512(v, _mm512_set1_ps(-u.clip), _mm512_set1_ps(u.clip));
   return v;
 }
 
@@ -207,7 +207,7 @@ T2O_AVX512 void lbr_gru_units(const UnitBlock& u) {
   __m512 r = sigmoid512(gate_in(u, 1, z));
   __m512 rec = _mm512_add_ps(_mm512_loadu_ps(u.acc + 2 * U), _mm512_maskz_loadu_ps(u.mask, u.rbh));
   __m512 v = _mm512_fmadd_ps(r, rec, _mm512_maskz_loadu_ps(u.mask, u.pre + 2 * u.H));
-  if (u.has_clip) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-u.clip)), _mm512_set1_ps(u.clip));
+  if (u.has_clip) v = clamp512(v, _mm512_set1_ps(-u.clip), _mm512_set1_ps(u.clip));
   __m512 hh = tanh512(v);
   // (1 - z) * h~ + z * h
   store_h(u, _mm512_fmadd_ps(zg, _mm512_sub_ps(_mm512_maskz_loadu_ps(u.mask, u.h), hh), hh));
@@ -224,7 +224,7 @@ T2O_AVX512 void gru_first(const UnitBlock& u, float* zs, float* rh) {
 // Then h~ = tanh(xh + (r * h)·Rhᵀ + Rbh) (acc holds the product; Rbh is part of pre).
 T2O_AVX512 void gru_second(const UnitBlock& u, const float* zs) {
   __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(u.mask, u.pre + 2 * u.H), _mm512_loadu_ps(u.acc));
-  if (u.has_clip) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-u.clip)), _mm512_set1_ps(u.clip));
+  if (u.has_clip) v = clamp512(v, _mm512_set1_ps(-u.clip), _mm512_set1_ps(u.clip));
   __m512 hh = tanh512(v);
   __m512 zg = _mm512_maskz_loadu_ps(u.mask, zs);
   store_h(u, _mm512_fmadd_ps(zg, _mm512_sub_ps(_mm512_maskz_loadu_ps(u.mask, u.h), hh), hh));
@@ -234,7 +234,7 @@ T2O_AVX512 void rnn_units(const UnitBlock& u, RnnFastSpec::Act act) {
   __m512 v = gate_in(u, 0, _mm512_setzero_ps());
   __m512 h = act == RnnFastSpec::Act::Tanh      ? tanh512(v)
              : act == RnnFastSpec::Act::Sigmoid ? sigmoid512(v)
-                                                : _mm512_max_ps(v, _mm512_setzero_ps());
+                                                : relu512(v);
   store_h(u, h);
 }
 
