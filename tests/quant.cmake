@@ -16,3 +16,7 @@ gtest_discover_tests(quant_cli_test PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 gtest_discover_tests(fp16_test PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 gtest_discover_tests(quant_interop_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS interop
                      ENVIRONMENT "NODE_PATH=$ENV{HOME}/.cache/torch2onnx/node_modules")
+# The int8 rewrites as on a CPU without VNNI (oneDNN capped at AVX-512 core): dynamic convs run as
+# float convs on the dequantized values there.
+add_test(NAME QuantRuntime.WithoutVnni COMMAND quant_test --gtest_filter=QuantRuntime.Dynamic*:QuantDynamic.*)
+set_tests_properties(QuantRuntime.WithoutVnni PROPERTIES LABELS unit ENVIRONMENT "ONEDNN_MAX_CPU_ISA=AVX512_CORE")

@@ -189,9 +189,10 @@ Runner add_quantize(CLI::App& app) {
   auto a = std::make_shared<QuantizeArgs>();
   auto* cmd = app.add_subcommand("quantize", "Quantize an ONNX model to int8 or float16 (standard ONNX) and report the accuracy.");
   cmd->footer(
-      "dynamic: constant float32 weights of MatMul/Gemm become int8 (symmetric; per output column with\n"
-      "  --per-channel); activations are quantized at run time: DynamicQuantizeLinear -> MatMulInteger ->\n"
-      "  Cast -> Mul by both scales (-> Add bias). Needs opset 11. Conv stays float.\n"
+      "dynamic: constant float32 weights of MatMul/Gemm and 2-d Conv become int8 (symmetric; per output\n"
+      "  column or channel with --per-channel); activations are quantized at run time: DynamicQuantizeLinear\n"
+      "  -> MatMulInteger / ConvInteger -> Cast -> Mul by both scales (-> Add bias). Needs opset 11.\n"
+      "  --exclude Conv keeps the convolutions float.\n"
       "LSTM/GRU/RNN (dynamic and static): W and R become int8 behind a DequantizeLinear (per row of the\n"
       "  gates with --per-channel at opset 13) and the layer is named in the model's metadata\n"
       "  (ai.torch2onnx.int8_recurrent): runtimes that can quantize its activations at run time do so (the\n"

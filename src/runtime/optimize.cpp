@@ -613,7 +613,7 @@ class Int8MatMulFuser {
 
   int run() {
     dead_.assign(g_.nodes.size(), false);
-    std::map<size_t, Node> replace;
+    std::map<size_t, std::vector<Node>> replace;
     int count = 0;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i]) continue;
@@ -622,16 +622,23 @@ class Int8MatMulFuser {
       if (!f) f = static_product(i, chain);
       if (!f) continue;
       for (size_t j : chain) dead_[j] = true;
-      replace[*std::max_element(chain.begin(), chain.end())] = std::move(*f);
+      size_t last = *std::max_element(chain.begin(), chain.end());
+      // A float conv's DequantizeLinear goes just before it (see float_conv).
+      if (f->op_type == "Conv") replace[last] = std::move(before_);
+      replace[last].push_back(std::move(*f));
       ++count;
     }
     if (!count) return 0;
     std::vector<Node> nodes;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (auto it = replace.find(i); it != replace.end()) nodes.push_back(std::move(it->second));
-      else if (!dead_[i]) nodes.push_back(std::move(g_.nodes[i]));
+      if (auto it = replace.find(i); it != replace.end()) {
+        for (Node& n : it->second) nodes.push_back(std::move(n));
+      } else if (!dead_[i]) {
+        nodes.push_back(std::move(g_.nodes[i]));
+      }
     }
     g_.nodes = std::move(nodes);
+    for (Initializer& x : added_) g_.initializers.push_back(std::move(x));
     drop_unread({"DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear", "Mul"});
     import_internal_domain(m_);
     return count;
@@ -690,19 +697,32 @@ class Int8MatMulFuser {
     return r;
   }
 
-  // MatMulInteger at i fed by DynamicQuantizeLinear (A and its zero point) and constant int8
-  // [K, N] weights with zero point 0, read only by Cast(float), read only by Mul with
-  // Mul(a_scale, Ws); then optionally Add of a constant bias.
-  std::optional<Node> dynamic_chain(size_t i, std::vector<size_t>& chain) const {
+  // Per-channel values of a 2-d conv's output [N, M, H, W]: one value, or M along dim 0 of
+  // [M, 1, 1] or dim 1 of [1, M, 1, 1].
+  static bool channel_values(const Tensor& t, int64_t m) {
+    if (!dtype_is_float(t.dtype()) || t.rank() > 4) return false;
+    if (t.numel() == 1) return true;
+    if (t.numel() != m) return false;
+    const Dims& d = t.dims();
+    return (d.size() == 3 && d[0] == m) || (d.size() == 4 && d[0] == 1 && d[1] == m);
+  }
+
+  // MatMulInteger (ConvInteger) at i fed by DynamicQuantizeLinear (A and its zero point) and
+  // constant int8 [K, N] ([M, C/group, KH, KW]) weights with zero point 0, read only by
+  // Cast(float), read only by Mul with Mul(a_scale, Ws); then optionally Add of a constant bias.
+  // A ConvInteger's chain becomes an Int8Conv without an activation scale (its dynamic form).
+  std::optional<Node> dynamic_chain(size_t i, std::vector<size_t>& chain) {
     const Node& mi = g_.nodes[i];
-    if (mi.op_type != "MatMulInteger" || !default_domain(mi) || mi.inputs.size() < 3 || mi.outputs.size() != 1) return std::nullopt;
+    const bool conv = mi.op_type == "ConvInteger";
+    if ((mi.op_type != "MatMulInteger" && !conv) || !default_domain(mi) || mi.inputs.size() < 3 || mi.outputs.size() != 1)
+      return std::nullopt;
     const Node* dq = producer(mi.inputs[0]);
     if (!dq || dq->op_type != "DynamicQuantizeLinear" || dq->outputs.size() != 3 || mi.inputs[2] != dq->outputs[2] ||
         mi.inputs[0] != dq->outputs[0])
       return std::nullopt;
     const Tensor* w = constant(mi.inputs[1]);
-    if (!w || w->dtype() != DType::Int8 || w->rank() != 2) return std::nullopt;
-    int64_t n = w->dim(1);
+    if (!w || w->dtype() != DType::Int8 || w->rank() != (conv ? 4 : 2)) return std::nullopt;
+    int64_t n = w->dim(conv ? 0 : 1);
     if (mi.has_input(3)) {
       const Tensor* wz = constant(mi.inputs[3]);
       if (!wz || wz->dtype() != DType::Int8 || !all_zero(*wz)) return std::nullopt;
@@ -726,15 +746,73 @@ class Int8MatMulFuser {
     else if (sm->inputs[1] == as) ws = sm->inputs[0];
     else return std::nullopt;
     const Tensor* wst = constant(ws);
-    if (!wst || !column_scales(*wst, n)) return std::nullopt;
+    if (!wst || !(conv ? channel_values(*wst, n) : column_scales(*wst, n))) return std::nullopt;
     chain = {i, *ci, *xi};
     std::string out = mul.outputs[0], bias;
-    if (auto ai = bias_add(out, n, bias)) {
+    if (conv) {
+      if (auto ai = only_reader(out)) {
+        const Node& add = g_.nodes[*ai];
+        if (add.op_type == "Add" && add.inputs.size() == 2 && add.outputs.size() == 1 && add.inputs[0] != add.inputs[1]) {
+          const std::string& other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
+          const Tensor* b = constant(other);
+          if (b && b->dtype() == DType::Float && b->numel() == n && channel_values(*b, n)) {
+            bias = other;
+            chain.push_back(*ai);
+            out = add.outputs[0];
+          }
+        }
+      }
+    } else if (auto ai = bias_add(out, n, bias)) {
       chain.push_back(*ai);
       out = g_.nodes[*ai].outputs[0];
     }
+    if (conv && !kern::int8_products_exact()) return float_conv(mi, *dq, *w, *wst, bias, out, chain);
     Node f = make(mi, {dq->inputs[0], mi.inputs[1], ws, bias}, out);
+    if (conv) {
+      f.op_type = "Int8Conv";
+      f.attributes = mi.attributes;
+    }
     return f;
+  }
+
+  // Without VNNI, int8 convolutions are slower than float ones: the dynamic conv chain becomes
+  // DequantizeLinear(A_q, A_scale, A_zp) -> Conv with the dequantized weights (Wq * Ws) and the
+  // bias, on the float fast paths. The values differ from the chain's by the float rounding of
+  // the sums (the chain's are exact integers).
+  // One DequantizeLinear per quantized activation serves the convs that come after it.
+  Node float_conv(const Node& ci, const Node& dq, const Tensor& wq, const Tensor& ws, const std::string& bias,
+                  const std::string& out, const std::vector<size_t>& chain) {
+    const std::string base = out + "#dequantized";
+    before_.clear();
+    auto shared = dequantized_.find(dq.outputs[0]);
+    if (shared == dequantized_.end() || shared->second.second > chain.front()) {
+      Node d;
+      d.op_type = "DequantizeLinear";
+      d.name = ci.name + "/dequantize";
+      d.inputs = {dq.outputs[0], dq.outputs[1], dq.outputs[2]};
+      d.outputs = {base + "_input"};
+      before_ = {d};
+      shared = dequantized_.insert_or_assign(dq.outputs[0], std::make_pair(d.outputs[0], *std::max_element(chain.begin(), chain.end()))).first;
+    }
+    Tensor w(DType::Float, wq.dims());
+    const int64_t m = wq.dim(0), per = m ? wq.numel() / m : 0;
+    for (int64_t k = 0; k < m; ++k) {
+      const float s = static_cast<float>(ws.as_double(ws.numel() == 1 ? 0 : k));
+      for (int64_t j = 0; j < per; ++j) w.data<float>()[k * per + j] = static_cast<float>(wq.data<int8_t>()[k * per + j]) * s;
+    }
+    added_.push_back({base + "_weight", std::move(w), {}});
+    Node c;
+    c.op_type = "Conv";
+    c.name = ci.name;
+    c.doc_string = ci.doc_string;
+    c.attributes = ci.attributes;
+    c.inputs = {shared->second.first, base + "_weight"};
+    if (!bias.empty()) {
+      added_.push_back({base + "_bias", constant(bias)->reshaped({m}), {}});
+      c.inputs.push_back(base + "_bias");
+    }
+    c.outputs = {out};
+    return c;
   }
 
   // x of a QuantizeLinear -> DequantizeLinear pair with one constant scale and zero point (the
@@ -855,6 +933,9 @@ class Int8MatMulFuser {
   std::map<std::string, std::vector<size_t>> readers_;
   std::map<std::string, size_t> producer_;
   std::vector<bool> dead_;
+  std::vector<Node> before_;        // nodes to put before the next float conv (float_conv)
+  std::map<std::string, std::pair<std::string, size_t>> dequantized_;  // A_q -> (float A, placed at)
+  std::vector<Initializer> added_;  // appended after the sweep: consts_ points into the list
 };
 
 // DequantizeLinear of constant int8 weights (static QDQ models) becomes the float initializer it

@@ -13,9 +13,11 @@
 // [-> Add bias] (the same values bit for bit) and, on CPUs with VNNI, for a static QDQ MatMul or
 // Gemm (QuantizeLinear -> DequantizeLinear on A, DequantizeLinear of constant int8 weights with
 // zero point 0); and
-//   ai.torch2onnx.internal::Int8Conv(X, Wq, Ws, [B], x_scale, [x_zero_point], [y_scale, y_zero_point])
-// for a static QDQ 2-d Conv (VNNI only), which later takes the post-ops below, a residual sum's
-// R as its input 8 (float). The quantizing nodes go when nothing else reads them. An activation
+//   ai.torch2onnx.internal::Int8Conv(X, Wq, Ws, [B], [x_scale, x_zero_point], [y_scale, y_zero_point])
+// for a static QDQ 2-d Conv (VNNI only) and, without x_scale, for the dynamic chain
+// DynamicQuantizeLinear -> ConvInteger (4-D int8 weights, zero point 0) -> Cast -> Mul(a_scale *
+// Ws) [-> Add bias] (Ws and B one value or one per output channel, as [M, 1, 1] or [1, M, 1, 1]);
+// it later takes the post-ops below, a residual sum's R as its input 8 (float). The quantizing nodes go when nothing else reads them. An activation
 // written by an Int8Conv and read only by Int8Convs (as X or as R) stays channels-last:
 // quantized 8-bit when every reader takes it as X with one scale and zero point (the writer's
 // y_scale / y_zero_point, the readers' src_quantized), else float (dst_nhwc / src_nhwc, res_nhwc

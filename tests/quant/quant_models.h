@@ -41,6 +41,26 @@ inline Model cnn(int64_t opset = 17) {
   return b.m;
 }
 
+// x[1, 16, 12, 12] -> Conv 32x16x3x3 (pad 1) -> Relu -> Conv 64x32x3x3 -> Relu -> GlobalAveragePool
+//   -> Flatten -> Gemm (transB, 10x64) -> logits[1, 10]: convs with enough multiply-adds per
+// activation value for dynamic mode to quantize them (cnn()'s thin ones stay float there).
+inline Model wide_cnn(int64_t opset = 17) {
+  std::mt19937 g(12);
+  ModelBuilder b(opset);
+  b.input("x", {1, 16, 12, 12});
+  b.init("w1", random_normal(g, {32, 16, 3, 3}, 0.1f)).init("b1", random_normal(g, {32}, 0.1f));
+  b.init("w2", random_normal(g, {64, 32, 3, 3}, 0.07f)).init("b2", random_normal(g, {64}, 0.1f));
+  b.init("w3", random_normal(g, {10, 64}, 0.2f)).init("b3", random_normal(g, {10}, 0.1f));
+  b.node("Conv", {"x", "w1", "b1"}, {"c1"}, {Attribute::make_ints("pads", {1, 1, 1, 1})}, "conv1");
+  b.node("Relu", {"c1"}, {"r1"}, {}, "relu1");
+  b.node("Conv", {"r1", "w2", "b2"}, {"c2"}, {}, "conv2");
+  b.node("Relu", {"c2"}, {"r2"}, {}, "relu2");
+  b.node("GlobalAveragePool", {"r2"}, {"p"}, {}, "pool").node("Flatten", {"p"}, {"f"}, {}, "flatten");
+  b.node("Gemm", {"f", "w3", "b3"}, {"logits"}, {Attribute::make_int("transB", 1)}, "fc");
+  b.output("logits", {1, 10});
+  return b.m;
+}
+
 // A recurrent layer for the int8 recurrent tests.
 struct Layer {
   std::string op = "LSTM";

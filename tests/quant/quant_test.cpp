@@ -133,15 +133,63 @@ TEST(QuantDynamic, ExcludeByOpTypeAndName) {
   EXPECT_EQ(count_op(q, "MatMul"), 1);
 }
 
-TEST(QuantDynamic, CnnQuantizesItsGemmAndKeepsConv) {
-  Model f = cnn();
-  Model q = f;
-  QuantizeResult r = quantize(q, {});
-  EXPECT_NO_THROW(check_model(q));
-  EXPECT_EQ(r.quantized, 1);
+// Dynamic mode quantizes 2-d convolutions too (ConvInteger, scales and bias per output channel as
+// [M, 1, 1]) where that pays; thin convs, and 1-d ones, stay float with the reason in the skip list.
+TEST(QuantDynamic, CnnConvsBecomeConvInteger) {
+  for (bool per_channel : {false, true}) {
+    SCOPED_TRACE(per_channel ? "per-channel" : "per-tensor");
+    Model f = wide_cnn();
+    QuantizeOptions o;
+    o.per_channel = per_channel;
+    QuantizeResult r;
+    Model q = quantized(f, o, &r);
+    EXPECT_EQ(r.quantized, 3);
+    EXPECT_EQ(r.by_op["Conv"], 2);
+    EXPECT_EQ(count_op(q, "Conv"), 0);
+    EXPECT_EQ(count_op(q, "ConvInteger"), 2);
+    EXPECT_EQ(count_op(q, "MatMulInteger"), 1);
+    const Node* ci = first(q, "ConvInteger");
+    ASSERT_NE(ci, nullptr);
+    EXPECT_EQ(ci->attr_ints("pads", {}), (std::vector<int64_t>{1, 1, 1, 1}));
+    EXPECT_EQ(init_named(q, ci->inputs[1])->tensor.dtype(), DType::Int8);
+    // The biases and (per channel) the weight scales broadcast over [N, M, H, W] as [M, 1, 1].
+    int channel_biases = 0;
+    for (const Node& n : q.graph.nodes)
+      if (const Initializer* b = n.op_type == "Add" ? init_named(q, n.inputs[1]) : nullptr; b && b->tensor.rank() == 3) {
+        EXPECT_EQ(b->tensor.dim(1) * b->tensor.dim(2), 1) << n.name;
+        ++channel_biases;
+      }
+    EXPECT_EQ(channel_biases, 2);
+    const Initializer* ws = init_named(q, "w1_scale");
+    ASSERT_NE(ws, nullptr);
+    EXPECT_EQ(ws->tensor.dims(), per_channel ? (Dims{32, 1, 1}) : Dims{});
+    expect_close_to_float(f, q);
+  }
+  // --exclude Conv keeps them float.
+  Model q = wide_cnn();
+  QuantizeOptions o;
+  o.exclude = {"Conv"};
+  EXPECT_EQ(quantize(q, o).quantized, 1);
   EXPECT_EQ(count_op(q, "Conv"), 2);
-  EXPECT_EQ(count_op(q, "MatMulInteger"), 1);
-  expect_close_to_float(f, q);
+  // cnn()'s convs (3 -> 16 channels, and 16 -> 32 at stride 2) move more activation values than
+  // they multiply: int8 with run-time quantization would be slower, so they stay float.
+  Model thin = cnn();
+  QuantizeResult rt = quantize(thin, {});
+  EXPECT_EQ(rt.quantized, 1);
+  EXPECT_EQ(count_op(thin, "Conv"), 2);
+  ASSERT_EQ(rt.skipped.size(), 2u);
+  for (const std::string& why : rt.skipped) EXPECT_NE(why.find("does not pay"), std::string::npos) << why;
+  // A 1-d conv is skipped with its reason.
+  std::mt19937 g(3);
+  ModelBuilder b;
+  b.input("x", {1, 32, 20});
+  b.init("w", random_normal(g, {64, 32, 3}, 0.1f));
+  b.node("Conv", {"x", "w"}, {"y"}, {}, "conv1d");
+  b.output("y", {1, 64, 18});
+  QuantizeResult r1 = quantize(b.m, {});
+  EXPECT_EQ(r1.quantized, 0);
+  ASSERT_EQ(r1.skipped.size(), 1u);
+  EXPECT_NE(r1.skipped[0].find("2-d"), std::string::npos) << r1.skipped[0];
 }
 
 TEST(QuantDynamic, OldOpsetIsRefused) {
@@ -603,6 +651,86 @@ TEST(QuantRuntime, DynamicInt8MatMulKeepsReadValuesAndZeroInputs) {
   std::map<std::string, RValue> feeds{{"x", Tensor(DType::Float, {2, 64})}};
   Session fast(shared);
   expect_same_outputs(run_ref(shared, feeds), fast.run(feeds), "zero input", 0.0);
+}
+
+// conv a (pad 1) -> Relu -> conv b (pad 1) -> Add(., relu a) -> Relu -> conv c (stride 2): a
+// residual block whose convs all become dynamic Int8Convs, the second taking the Add and Relu.
+Model residual_block() {
+  std::mt19937 g(31);
+  ModelBuilder b;
+  b.input("x", {"batch", 16, 12, 12});
+  b.init("wa", random_normal(g, {16, 16, 3, 3}, 0.1f)).init("ba", random_normal(g, {16}, 0.1f));
+  b.init("wb", random_normal(g, {16, 16, 3, 3}, 0.1f)).init("bb", random_normal(g, {16}, 0.1f));
+  b.init("wc", random_normal(g, {96, 16, 3, 3}, 0.1f));
+  auto pad1 = Attribute::make_ints("pads", {1, 1, 1, 1});
+  b.node("Conv", {"x", "wa", "ba"}, {"a"}, {pad1}, "conv_a").node("Relu", {"a"}, {"ar"}, {}, "relu_a");
+  b.node("Conv", {"ar", "wb", "bb"}, {"c"}, {pad1}, "conv_b").node("Add", {"c", "ar"}, {"s"}, {}, "residual");
+  b.node("Relu", {"s"}, {"sr"}, {}, "relu_s");
+  b.node("Conv", {"sr", "wc"}, {"y"}, {pad1, Attribute::make_ints("strides", {2, 2})}, "conv_c");
+  b.output("y", {"batch", 96, 6, 6});
+  return b.m;
+}
+
+// The dynamic conv chain (DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul [-> Add]) runs as
+// Int8Conv with the chain's values bit for bit: on oneDNN (VNNI CPUs) and on Int8Conv's own loops,
+// with the residual Add and the Relus fused, outliers, exact zeros and an all-zero input (a zero
+// scale) included. Without VNNI the convs run in float on the dequantized values instead, within
+// float rounding of the chain's.
+TEST(QuantRuntime, DynamicInt8ConvIsExact) {
+  const bool vnni = kern::int8_products_exact();
+  for (bool per_channel : {false, true}) {
+    SCOPED_TRACE(per_channel ? "per-channel" : "per-tensor");
+    QuantizeOptions o;
+    o.per_channel = per_channel;
+    for (const Model& f : {residual_block(), wide_cnn()}) {
+      Model q = quantized(f, o);
+      int convs = count_op(q, "ConvInteger");
+      EXPECT_EQ(convs, count_op(f, "Conv")) << "every conv is quantized";
+      EXPECT_EQ(count_after_runtime_rewrites(q, "Int8Conv"), vnni ? convs : 0);
+      EXPECT_EQ(count_after_runtime_rewrites(q, "ConvInteger"), 0);
+      if (vnni) EXPECT_EQ(count_after_runtime_rewrites(q, "DynamicQuantizeLinear"), 0);
+      EXPECT_EQ(count_after_runtime_rewrites(q, "Relu"), 0);
+      std::mt19937 g(6);
+      for (int64_t batch : {1, 2}) {
+        for (bool zero : {false, true}) {
+          auto feeds = feeds_for(q, g, {{"batch", batch}});
+          Tensor& x = feeds.at("x").tensor;
+          if (zero) {
+            std::fill(x.data<float>(), x.data<float>() + x.numel(), 0.0f);
+          } else {
+            x.data<float>()[0] = 30.0f;
+            x.data<float>()[5] = 0.0f;
+            x.data<float>()[7] = -0.0f;
+          }
+          SessionOptions so;
+          so.threads = 2;
+          Session fast(q, so);
+          auto want = run_ref(q, feeds);
+          auto got = fast.run(feeds);
+          // Int8Conv's own loops: the rewritten graph without fast paths (with VNNI; without, the
+          // float convs it holds run in blocked layouts, which need the fast paths).
+          Model rewritten = q;
+          optimize_for_runtime(rewritten);
+          auto own = vnni ? run_ref(rewritten, feeds) : got;
+          for (const auto& [name, w] : want) {
+            const Tensor& a = w.tensor;
+            const Tensor& c = got.at(name).tensor;
+            const Tensor& r = own.at(name).tensor;
+            ASSERT_EQ(a.dims(), c.dims());
+            double scale = 0;
+            for (int64_t i = 0; i < a.numel(); ++i) scale = std::max(scale, std::fabs(a.as_double(i)));
+            // Float sums may also move a value across a rounding boundary of the next conv's
+            // run-time quantization: a step of its input range.
+            const double tol = vnni ? 0.0 : 2e-3 * (1 + scale);
+            for (int64_t i = 0; i < a.numel(); ++i) {
+              ASSERT_NEAR(a.data<float>()[i], c.data<float>()[i], tol) << name << " at " << i << (zero ? " (zero input)" : "");
+              ASSERT_NEAR(a.data<float>()[i], r.data<float>()[i], tol) << name << " at " << i << (zero ? " (zero input)" : "");
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 // Static QDQ products run in int8 too; they differ from the float graph only by the float

@@ -13,6 +13,10 @@
 // X (float, NCHW) is quantized with x_scale / x_zero_point as QuantizeLinear does, the products are
 // summed in int32 (exact; the float graph rounds each sum), and y = acc * x_scale * Ws[m] + B[m].
 // Ws holds one scale or one per output channel.
+// Without x_scale (input 4) X is quantized as DynamicQuantizeLinear does (uint8, the range of this
+// run including 0): the dynamic chain DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul(x_scale *
+// Ws) [-> Add bias], whose values this computes with the same arithmetic (exact int32 sums, then
+// float(acc) * (x_scale * Ws[m]) + B[m]).
 //
 // Fast path: oneDNN's int8 convolution (VNNI/AMX CPUs only, see int8_products_exact), the
 // activation quantized straight into the channels-last layout it reads, the zero point, scales and
@@ -58,14 +62,16 @@ class Int8ConvKernel : public OpKernel {
     if (sums > 1 || residual_ != n.has_input(8)) return;
     const Tensor* w = info.constant_input(1);
     const Tensor* ws = info.constant_input(2);
-    std::optional<QuantParam> x = constant_quant_param(info, 4);
+    dynamic_ = !n.has_input(4);
+    std::optional<QuantParam> x = dynamic_ ? std::optional<QuantParam>(QuantParam{}) : constant_quant_param(info, 4);
+    if (dynamic_ && src_quantized_) return;
     if (!w || !ws || !x || w->dtype() != DType::Int8 || w->rank() != 4 || group_ < 1) return;
     M_ = w->dim(0);
     if (M_ % group_ != 0 || !dtype_is_float(ws->dtype()) || (ws->numel() != 1 && ws->numel() != M_)) return;
     wq_ = *w;
     x_ = *x;
-    for (int64_t m = 0; m < M_; ++m)
-      scale_.push_back(x_.scale * static_cast<float>(ws->as_double(ws->numel() == 1 ? 0 : m)));
+    for (int64_t m = 0; m < M_; ++m) ws_.push_back(static_cast<float>(ws->as_double(ws->numel() == 1 ? 0 : m)));
+    for (float v : ws_) scale_.push_back(x_.scale * v);
     bias_.assign(static_cast<size_t>(M_), 0.0f);
     if (n.has_input(3)) {
       const Tensor* b = info.constant_input(3);
@@ -85,7 +91,8 @@ class Int8ConvKernel : public OpKernel {
   void run(KernelContext& ctx) override {
     if (!valid_)
       ctx.fail("needs constant int8 4-D weights, their scales (1 or per output channel), a float bias, one activation "
-               "scale, element-wise post-ops, and a float residual R (input 8) exactly when a Sum post-op adds it");
+               "scale or none (dynamic), element-wise post-ops, and a float residual R (input 8) exactly when a Sum "
+               "post-op adds it");
     const Tensor& X = ctx.input(0);
     const DType xt = src_quantized_ ? (x_.is_signed ? DType::Int8 : DType::UInt8) : DType::Float;
     if (X.dtype() != xt || X.rank() != 4) ctx.fail("X must be a 4-D " + std::string(dtype_name(xt)) + " tensor");
@@ -122,15 +129,27 @@ class Int8ConvKernel : public OpKernel {
     // Quantized X, channels last (what oneDNN's int8 kernels read; the reference reads it too).
     std::unique_ptr<uint8_t[]> own;  // uninitialized: every byte is written
     const uint8_t* q = static_cast<const uint8_t*>(X.raw());
+    // The activation's quantization: constant, or this run's (then the output scales too).
+    float s = x_.scale;
+    int32_t z = x_.zero;
+    const float* scale = scale_.data();
+    std::vector<float> run_scale;
+    if (dynamic_) {
+      dynamic_quant_params(X.data<float>(), X.numel(), s, z);
+      for (float v : ws_) run_scale.push_back(s * v);  // as the graph's Mul(x_scale, Ws)
+      scale = run_scale.data();
+    }
     if (!src_quantized_ || !src_nhwc_) {
       own.reset(new uint8_t[static_cast<size_t>(X.numel())]);
       if (src_quantized_) to_nhwc(q, N, C, H, W, own.get());
-      else quantize_nhwc(X.data<float>(), N, C, H, W, own.get(), ctx.threads());
+      else quantize_nhwc(X.data<float>(), N, C, H, W, s, z, own.get(), ctx.threads());
       q = own.get();
     }
-    // oneDNN divides by sizes while choosing kernels: empty inputs take the loops.
-    if (fast_ && npost == post_.size() && X.numel() > 0 && dnnl_run(q, N, C, H, W, g, y, r)) return;
-    reference(q, N, C, H, W, g, y, r, npost, ctx.threads());
+    // oneDNN divides by sizes while choosing kernels: empty inputs take the loops, as do the
+    // dynamic chain's zero or non-finite scales.
+    const bool finite = std::isfinite(s) && s != 0;
+    if (fast_ && finite && npost == post_.size() && X.numel() > 0 && dnnl_run(q, N, C, H, W, g, z, scale, y, r)) return;
+    reference(q, N, C, H, W, g, z, scale, y, r, npost, ctx.threads());
   }
 
   struct Prim {
@@ -140,13 +159,16 @@ class Int8ConvKernel : public OpKernel {
 
   // X quantized into [N, HW, C]: as it is when it is channels-last already, else quantized in
   // place order and then reordered by oneDNN.
-  void quantize_nhwc(const float* x, int64_t N, int64_t C, int64_t H, int64_t W, uint8_t* q, int threads) {
-    const float s = x_.scale, z = static_cast<float>(x_.zero);
-    const float lo = x_.is_signed ? -128.0f : 0.0f, hi = x_.is_signed ? 127.0f : 255.0f;
+  void quantize_nhwc(const float* x, int64_t N, int64_t C, int64_t H, int64_t W, float s, int32_t z, uint8_t* q,
+                     int threads) {
     const int64_t n = N * C * H * W;
-    if (src_nhwc_) return quantize_bytes(x, n, s, z, lo, hi, q, threads);
+    auto quantize = [&](uint8_t* to) {
+      if (dynamic_) dynamic_quantize_bytes(x, n, s, z, to, threads);
+      else quantize_bytes(x, n, s, static_cast<float>(z), x_.lo(), x_.hi(), to, threads);
+    };
+    if (src_nhwc_) return quantize(q);
     std::unique_ptr<uint8_t[]> plain(new uint8_t[static_cast<size_t>(n)]);
-    quantize_bytes(x, n, s, z, lo, hi, plain.get(), threads);
+    quantize(plain.get());
     to_nhwc(plain.get(), N, C, H, W, q);
   }
 
@@ -171,9 +193,10 @@ class Int8ConvKernel : public OpKernel {
     return x_.is_signed ? static_cast<int32_t>(static_cast<int8_t>(q[i])) : static_cast<int32_t>(q[i]);
   }
 
-  // Direct int32 convolution of (q - z) with Wq; padding is real zero, i.e. q = z.
-  void reference(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, void* y,
-                 const float* r, size_t npost, int threads) const {
+  // Direct int32 convolution of (q - z) with Wq; padding is real zero, i.e. q = z. Then
+  // float(acc) * scale[m] + B[m] and the post-ops.
+  void reference(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, int32_t z,
+                 const float* scale, void* y, const float* r, size_t npost, int threads) const {
     const int64_t OH = g.out[0], OW = g.out[1], KH = wq_.dim(2), KW = wq_.dim(3);
     const int64_t Cg = C / group_, Mg = M_ / group_;
     const int8_t* w = wq_.data<int8_t>();
@@ -191,10 +214,10 @@ class Int8ConvKernel : public OpKernel {
                 if (iw < 0 || iw >= W) continue;
                 const int64_t base = ((n * H + ih) * W + iw) * C + gi * Cg;
                 for (int64_t c = 0; c < Cg; ++c)
-                  acc += static_cast<int64_t>(qval(q, base + c) - x_.zero) * w[((m * Cg + c) * KH + kh) * KW + kw];
+                  acc += static_cast<int64_t>(qval(q, base + c) - z) * w[((m * Cg + c) * KH + kh) * KW + kw];
               }
             }
-            float v = static_cast<float>(acc) * scale_[static_cast<size_t>(m)] + bias_[static_cast<size_t>(m)];
+            float v = static_cast<float>(acc) * scale[m] + bias_[static_cast<size_t>(m)];
             const int64_t nhwc_at = ((n * OH + oh) * OW + ow) * M_ + m, nchw_at = ((n * M_ + m) * OH + oh) * OW + ow;
             for (size_t k = 0; k < npost; ++k)
               v = post_[k].kind == ConvPostOp::Kind::Sum ? v + r[res_nhwc_ ? nhwc_at : nchw_at] : post_[k].apply(v);
@@ -213,8 +236,11 @@ class Int8ConvKernel : public OpKernel {
 
   // `r`: the residual (a Sum post-op), in res_nhwc_'s layout; oneDNN's sum post-op adds what the
   // destination holds, so R is copied there first.
-  bool dnnl_run(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, void* y,
-                const float* r) {
+  // The dynamic chain's scales and zero point change from run to run: they are run-time
+  // arguments (a zero point oneDNN takes at run time, the scales as a per-channel multiply before
+  // the bias, the graph's order of operations).
+  bool dnnl_run(const uint8_t* q, int64_t N, int64_t C, int64_t H, int64_t W, const Geom& g, int32_t z,
+                const float* scale, void* y, const float* r) {
     try {
       std::lock_guard<std::mutex> lock(mu_);
       const int64_t OH = g.out[0], OW = g.out[1];
@@ -233,9 +259,14 @@ class Int8ConvKernel : public OpKernel {
         memory::desc dst({N, M_, OH, OW}, ydt, tag::nhwc);
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-        attr.set_output_scales(1 << 1, scale_);
-        if (x_.zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {x_.zero});
         dnnl::post_ops po;
+        if (dynamic_) {
+          attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+          po.append_binary(dnnl::algorithm::binary_mul, bias_md);
+        } else {
+          attr.set_output_scales(1 << 1, scale_);
+          if (x_.zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {x_.zero});
+        }
         po.append_binary(dnnl::algorithm::binary_add, bias_md);
         for (const ConvPostOp& p : post_) {
           using K = ConvPostOp::Kind;
@@ -277,11 +308,18 @@ class Int8ConvKernel : public OpKernel {
       size_t need = p.dst.get_size();
       if (!direct && tmp_.size() < need / sizeof(float) + 16) tmp_.resize(need / sizeof(float) + 16);
       memory dm(p.dst, engine(), direct ? y : tmp_.data());
+      const int bias_at = dynamic_ ? 1 : 0;
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(src, engine(), const_cast<uint8_t*>(q))},
                                            {DNNL_ARG_WEIGHTS, *packed_},
                                            {DNNL_ARG_DST, dm},
-                                           {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                                           {DNNL_ARG_ATTR_MULTIPLE_POST_OP(bias_at) | DNNL_ARG_SRC_1,
                                             memory(bias_md, engine(), bias_.data())}};
+      if (dynamic_) {
+        args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                     memory(bias_md, engine(), const_cast<float*>(scale)));
+        args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                     memory(memory::desc({1}, dt::s32, tag::x), engine(), &z));
+      }
       if (p.scratchpad.get_size()) args.emplace(DNNL_ARG_SCRATCHPAD, int8_dnnl::scratchpad(p.scratchpad, scratch_));
       dnnl::stream st(engine());
       if (r) {
@@ -303,12 +341,12 @@ class Int8ConvKernel : public OpKernel {
   Node node_;
   WindowAttrs attrs_;
   bool valid_ = false, fast_ = false, src_nhwc_ = false, dst_nhwc_ = false, residual_ = false, res_nhwc_ = false;
-  bool src_quantized_ = false, y_quantized_ = false;
+  bool src_quantized_ = false, y_quantized_ = false, dynamic_ = false;
   QuantParam y_;  // the output's, when it is quantized
   int64_t group_ = 1, M_ = 0;
   Tensor wq_;
   QuantParam x_;  // the activation's quantization
-  std::vector<float> scale_, bias_;
+  std::vector<float> ws_, scale_, bias_;  // scale_: x_scale * ws_ (static)
   std::vector<ConvPostOp> post_;
   std::mutex mu_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, Prim> cache_;

@@ -108,6 +108,25 @@ void range_of(const float* x, int64_t n, float& mn, float& mx) {
 
 using int8_dnnl::engine;
 
+}  // namespace
+
+void dynamic_quant_params(const float* x, int64_t n, float& s, int32_t& z) {
+  float mn = 0, mx = 0;
+  range_of(x, n, mn, mx);
+  s = (mx - mn) / 255.0f;
+  z = s == 0 ? 0 : saturate_cast<uint8_t>(std::nearbyint((0 - mn) / s));
+}
+
+void dynamic_quantize_bytes(const float* x, int64_t n, float s, int32_t z, uint8_t* q, int threads) {
+  if (std::isfinite(s) && s != 0) return quantize_bytes(x, n, s, static_cast<float>(z), 0.0f, 255.0f, q, threads);
+  std::fill(q, q + n, static_cast<uint8_t>(z));
+  if (s != 0)
+    for (int64_t i = 0; i < n; ++i)
+      q[i] = saturate_cast<uint8_t>(std::nearbyint(x[i] / s) + static_cast<float>(z), static_cast<uint8_t>(z));
+}
+
+namespace {
+
 class Int8MatMulKernel : public OpKernel {
  public:
   explicit Int8MatMulKernel(const KernelInfo& info) {
@@ -190,11 +209,7 @@ class Int8MatMulKernel : public OpKernel {
       s = x_.scale;
       z = x_.zero;
     } else {
-      // DynamicQuantizeLinear's parameters: the range of A widened to include 0.
-      float mn = 0, mx = 0;
-      range_of(A.data<float>(), A.numel(), mn, mx);
-      s = (mx - mn) / 255.0f;
-      z = s == 0 ? 0 : saturate_cast<uint8_t>(std::nearbyint((0 - mn) / s));
+      dynamic_quant_params(A.data<float>(), A.numel(), s, z);
     }
     // Quantized A; a zero or non-finite scale leaves every value at the zero point (or NaN
     // quotients), which the reference arithmetic below handles as the ONNX ops do.
@@ -202,20 +217,13 @@ class Int8MatMulKernel : public OpKernel {
     std::unique_ptr<uint8_t[]> own;
     const uint8_t* q = static_cast<const uint8_t*>(A.raw());
     const bool finite = std::isfinite(s) && s != 0;
-    if (src_quantized_) {
-      // A is the quantized activation as it is.
-    } else if (!finite && !static_) {
+    if (!src_quantized_) {
       own.reset(new uint8_t[count]);  // uninitialized: every byte is written
       q = own.get();
-      const float* a = A.data<float>();
-      std::fill(own.get(), own.get() + count, static_cast<uint8_t>(z));
-      if (s != 0)
-        for (int64_t i = 0; i < A.numel(); ++i)
-          own[i] = saturate_cast<uint8_t>(std::nearbyint(a[i] / s) + static_cast<float>(z), static_cast<uint8_t>(z));
-    } else {
-      own.reset(new uint8_t[count]);
-      q = own.get();
-      quantize_bytes(A.data<float>(), A.numel(), s, static_cast<float>(z), x_.lo(), x_.hi(), own.get(), ctx.threads());
+      if (static_)
+        quantize_bytes(A.data<float>(), A.numel(), s, static_cast<float>(z), x_.lo(), x_.hi(), own.get(), ctx.threads());
+      else
+        dynamic_quantize_bytes(A.data<float>(), A.numel(), s, z, own.get(), ctx.threads());
     }
     // Output scale per column, computed as the graph's Mul(a_scale, Ws) does.
     std::vector<float> scale(static_cast<size_t>(N_));
