@@ -688,7 +688,9 @@ TEST(QuantRuntime, DynamicInt8ConvIsExact) {
       EXPECT_EQ(convs, count_op(f, "Conv")) << "every conv is quantized";
       EXPECT_EQ(count_after_runtime_rewrites(q, "Int8Conv"), vnni ? convs : 0);
       EXPECT_EQ(count_after_runtime_rewrites(q, "ConvInteger"), 0);
-      if (vnni) EXPECT_EQ(count_after_runtime_rewrites(q, "DynamicQuantizeLinear"), 0);
+      if (vnni) {
+        EXPECT_EQ(count_after_runtime_rewrites(q, "DynamicQuantizeLinear"), 0);
+      }
       EXPECT_EQ(count_after_runtime_rewrites(q, "Relu"), 0);
       std::mt19937 g(6);
       for (int64_t batch : {1, 2}) {

@@ -135,7 +135,7 @@ class Int8ConvKernel : public OpKernel {
     const float* scale = scale_.data();
     std::vector<float> run_scale;
     if (dynamic_) {
-      dynamic_quant_params(X.data<float>(), X.numel(), s, z);
+      dynamic_quant_params(X.data<float>(), X.numel(), s, z, ctx.threads());
       for (float v : ws_) run_scale.push_back(s * v);  // as the graph's Mul(x_scale, Ws)
       scale = run_scale.data();
     }

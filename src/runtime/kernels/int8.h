@@ -42,8 +42,8 @@ inline float quantize_one(float x, float s, float z, float lo, float hi) {
 void quantize_bytes(const float* x, int64_t n, float s, float z, float lo, float hi, uint8_t* q, int threads);
 
 // DynamicQuantizeLinear's parameters for n floats: the range widened to include 0 (NaN skipped),
-// s = (max - min) / 255, z = round(-min / s) saturated to uint8 (0 when s is 0).
-void dynamic_quant_params(const float* x, int64_t n, float& s, int32_t& z);
+// s = (max - min) / 255, z = round(-min / s) saturated to uint8 (0 when s is 0). Threaded.
+void dynamic_quant_params(const float* x, int64_t n, float& s, int32_t& z, int threads);
 // DynamicQuantizeLinear's uint8 values for those parameters, bit for bit, threaded; a zero or
 // non-finite s takes the kernel's own scalar rules (every value z, or saturated NaN quotients).
 void dynamic_quantize_bytes(const float* x, int64_t n, float s, int32_t z, uint8_t* q, int threads);

@@ -110,9 +110,16 @@ using int8_dnnl::engine;
 
 }  // namespace
 
-void dynamic_quant_params(const float* x, int64_t n, float& s, int32_t& z) {
+void dynamic_quant_params(const float* x, int64_t n, float& s, int32_t& z, int threads) {
   float mn = 0, mx = 0;
-  range_of(x, n, mn, mx);
+  std::mutex mu;
+  parallel_for(n, threads, 65536, [&](int64_t b, int64_t e) {
+    float lo = 0, hi = 0;
+    range_of(x + b, e - b, lo, hi);
+    std::lock_guard<std::mutex> lock(mu);
+    mn = std::min(mn, lo);
+    mx = std::max(mx, hi);
+  });
   s = (mx - mn) / 255.0f;
   z = s == 0 ? 0 : saturate_cast<uint8_t>(std::nearbyint((0 - mn) / s));
 }
@@ -209,7 +216,7 @@ class Int8MatMulKernel : public OpKernel {
       s = x_.scale;
       z = x_.zero;
     } else {
-      dynamic_quant_params(A.data<float>(), A.numel(), s, z);
+      dynamic_quant_params(A.data<float>(), A.numel(), s, z, ctx.threads());
     }
     // Quantized A; a zero or non-finite scale leaves every value at the zero point (or NaN
     // quotients), which the reference arithmetic below handles as the ONNX ops do.
