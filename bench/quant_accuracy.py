@@ -1,7 +1,8 @@
 """Accuracy of int8 quantization on image classifiers over hundreds of held-out inputs.
 
     /usr/bin/python3 bench/quant_accuracy.py [--t2o build/torch2onnx] [--work DIR] [--held 500]
-                                             [--calib 64] [--steps N] [MODEL...]  (resnet50 mobilenet_v2)
+                                             [--calib 64] [--steps N] [--only LABEL,...]
+                                             [MODEL...]  (resnet50 mobilenet_v2)
 
 No trained weights can be downloaded here, and a classifier with random weights says little: with
 its BatchNorm statistics left at their defaults every input lands in the same class, so a top-1
@@ -111,8 +112,14 @@ def main():
     ap.add_argument("--calib", type=int, default=64)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--steps", type=int, default=200, help="training steps (batches of 16)")
+    ap.add_argument("--only", default="", help="comma-separated variant labels to run (default: all): "
+                    + ", ".join(label for label, _ in VARIANTS))
     ap.add_argument("models", nargs="*", default=list(MODELS))
     a = ap.parse_args()
+    only = [x.strip() for x in a.only.split(",") if x.strip()]
+    unknown = set(only) - {label for label, _ in VARIANTS}
+    if unknown:
+        ap.error("unknown variant(s): " + ", ".join(sorted(unknown)))
     os.makedirs(a.work, exist_ok=True)
     calib_path, held_path = os.path.join(a.work, "calib.npy"), os.path.join(a.work, "held.npy")
     calib, _ = task_images(a.calib, 1)
@@ -130,6 +137,8 @@ def main():
               f"half-step input noise {100 * self_agree:.2f}%", flush=True)
         subprocess.run([a.t2o, "convert", pt, "-o", fl, "--opset", "17", "--input", "x:1x3x224x224", "--quiet"], check=True)
         for label, args in VARIANTS:
+            if only and label not in only:
+                continue
             q, rep = os.path.join(a.work, f"{name}.{label.replace(' ', '_')}.onnx"), os.path.join(a.work, "report.json")
             cmd = [a.t2o, "quantize", fl, "-o", q, *args, "--eval", held_path, "--runs", "0", "--quiet", "--report", rep,
                    "--threads", str(a.threads)]
