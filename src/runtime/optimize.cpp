@@ -292,7 +292,9 @@ class Fuser {
     }
     // wants[i]: node i's output has a reader that takes it blocked (readers come later: go backwards).
     std::vector<bool> wants(n);
-    auto takes_blocked = [&](size_t j, size_t k) { return k == 0 ? reads[j] || (pool[j] && wants[j]) : k == 3 && cand[j]; };
+    auto takes_blocked = [&](size_t j, size_t k) {
+      return k == 0 ? reads[j] || (pool[j] && wants[j]) : k == 3 && cand[j] && !int8_conv(g_.nodes[j]);
+    };
     for (size_t i = n; i-- > 0;) {
       if (!cand[i] && !pool[i]) continue;
       auto rit = readers_.find(g_.nodes[i].outputs[0]);
@@ -376,6 +378,13 @@ class Fuser {
   // depthwise convs; otherwise it takes its reference kernel, far slower than the reorders that
   // blocking saves (ResNeXt's 4-channel groups, EfficientNetV2's 24-channel 3x3 convs: ~20x).
   bool blockable(const Node& n, int64_t blk, bool input) const {
+    // An Int8Conv with float X (Y) quantizes from (writes into) blocks itself, any channel count.
+    if (int8_conv(n)) {
+      if (n.outputs.size() != 1 || n.outputs[0].empty() || blk > 16) return false;
+      if (input) return !n.attr_int("src_quantized", 0) && !n.attr_int("src_nhwc", 0);
+      // A residual Int8Conv's output stays plain: its sum may broadcast.
+      return !n.has_input(6) && !n.has_input(8) && !n.attr_int("dst_nhwc", 0);
+    }
     bool conv = (n.op_type == "Conv" && default_domain(n)) || (n.op_type == "FusedConv" && n.domain == kInternalDomain);
     if (!conv || n.outputs.size() != 1 || n.outputs[0].empty() || n.inputs.size() > 4 || !n.has_input(1)) return false;
     const Tensor* w = constant(n.inputs[1]);
@@ -431,7 +440,10 @@ class Fuser {
     return fused;
   }
 
+  static bool int8_conv(const Node& n) { return n.op_type == "Int8Conv" && n.domain == kInternalDomain; }
+  // A Conv that takes a layout attribute runs as FusedConv (an Int8Conv takes them as it is).
   static void as_fused(Node& n) {
+    if (int8_conv(n)) return;
     n.op_type = "FusedConv";
     n.domain = kInternalDomain;
   }

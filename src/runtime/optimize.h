@@ -17,7 +17,8 @@
 // for a static QDQ 2-d Conv (VNNI only) and, without x_scale, for the dynamic chain
 // DynamicQuantizeLinear -> ConvInteger (4-D int8 weights, zero point 0) -> Cast -> Mul(a_scale *
 // Ws) [-> Add bias] (Ws and B one value or one per output channel, as [M, 1, 1] or [1, M, 1, 1]);
-// it later takes the post-ops below, a residual sum's R as its input 8 (float). The quantizing nodes go when nothing else reads them. An activation
+// it later takes the post-ops below, a residual sum's R as its input 8 (float). The quantizing
+// nodes go when nothing else reads them. An activation
 // written by an Int8Conv and read only by Int8Convs (as X or as R) stays channels-last:
 // quantized 8-bit when every reader takes it as X with one scale and zero point (the writer's
 // y_scale / y_zero_point, the readers' src_quantized), else float (dst_nhwc / src_nhwc, res_nhwc
@@ -56,7 +57,10 @@
 // Then activations between 2-d convs go channel-blocked (attributes src_block / dst_block /
 // res_block = oneDNN's block size), under new names "<name>#blocked"; any other reader gets the
 // NCHW value under the original name from a FromBlocked(channels) node. This removes the
-// reorders oneDNN would otherwise run on both sides of every conv. A 2-d MaxPool (no Indices) or
+// reorders oneDNN would otherwise run on both sides of every conv. An Int8Conv with a float X or Y
+// (not channels-last, not quantized, no residual sum) takes part too: it quantizes blocked X into
+// the channels-last bytes it computes on and reorders its result into blocks, so float convs
+// next to int8 ones (dynamic models quantize only some) keep their layout. A 2-d MaxPool (no Indices) or
 // AveragePool between them passes the layout on: it becomes
 //   ai.torch2onnx.internal::BlockedPool(X)  [its attributes, kind "max" | "avg", block, channels]
 // with X and its output blocked (ResNet's stem: conv -> max-pool -> convs with no reorder).

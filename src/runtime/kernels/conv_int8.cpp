@@ -5,7 +5,8 @@
 //   FusedConv's post-ops (post_ops / post_alpha / post_beta); a "Sum" among them adds input 8,
 //   R (float, Y's dims), there: a residual connection (res_nhwc: R is channels-last)
 // Attributes set by the runtime's rewrites: src_nhwc / dst_nhwc (X / Y are channels-last,
-// [N, H, W, C], else NCHW); src_quantized (X is already the 8-bit activation, of x_zero_point's
+// [N, H, W, C], else NCHW); src_block / dst_block (float X / Y channel-blocked as the float convs
+// keep them next to it, [N, C/b, H, W, b], see conv_dnnl.h); src_quantized (X is already the 8-bit activation, of x_zero_point's
 // type). Inputs 6 and 7, y_scale / y_zero_point, make Y quantized (QuantizeLinear of the float
 // result, y_zero_point's type): oneDNN then requantizes as it stores, multiplying by 1 / y_scale
 // where QuantizeLinear divides, so a value on a rounding boundary may land one step away. A
@@ -55,6 +56,11 @@ class Int8ConvKernel : public OpKernel {
     dst_nhwc_ = n.attr_int("dst_nhwc", 0) != 0;
     src_quantized_ = n.attr_int("src_quantized", 0) != 0;
     res_nhwc_ = n.attr_int("res_nhwc", 0) != 0;
+    src_blk_ = n.attr_int("src_block", 0);
+    dst_blk_ = n.attr_int("dst_block", 0);
+    if ((src_blk_ && (src_nhwc_ || src_quantized_)) || (dst_blk_ && (dst_nhwc_ || n.has_input(6) || n.has_input(8))) ||
+        (src_blk_ && src_blk_ != 8 && src_blk_ != 16) || (dst_blk_ && dst_blk_ != 8 && dst_blk_ != 16))
+      return;
     post_ = conv_post_ops(n);
     int sums = 0;
     for (const ConvPostOp& p : post_) sums += p.kind == ConvPostOp::Kind::Sum;
@@ -95,20 +101,26 @@ class Int8ConvKernel : public OpKernel {
                "post-op adds it");
     const Tensor& X = ctx.input(0);
     const DType xt = src_quantized_ ? (x_.is_signed ? DType::Int8 : DType::UInt8) : DType::Float;
-    if (X.dtype() != xt || X.rank() != 4) ctx.fail("X must be a 4-D " + std::string(dtype_name(xt)) + " tensor");
-    const int64_t N = X.dim(0), C = X.dim(src_nhwc_ ? 3 : 1), H = X.dim(src_nhwc_ ? 1 : 2), W = X.dim(src_nhwc_ ? 2 : 3);
+    if (X.dtype() != xt || X.rank() != (src_blk_ ? 5 : 4))
+      ctx.fail("X must be a " + std::string(src_blk_ ? "channel-blocked" : "4-D") + " " + std::string(dtype_name(xt)) + " tensor");
+    if (src_blk_ && X.dim(4) != src_blk_) ctx.fail("X's channel blocks must be " + std::to_string(src_blk_) + " wide");
+    const int64_t C = src_blk_ ? wq_.dim(1) * group_ : X.dim(src_nhwc_ ? 3 : 1);
+    if (src_blk_ && X.dim(1) != (C + src_blk_ - 1) / src_blk_)
+      ctx.fail("X holds " + std::to_string(X.dim(1)) + " channel blocks, the weights need " +
+               std::to_string((C + src_blk_ - 1) / src_blk_));
+    const int64_t N = X.dim(0), H = X.dim(src_nhwc_ ? 1 : 2), W = X.dim(src_nhwc_ ? 2 : 3);
     if (C != wq_.dim(1) * group_)
       ctx.fail("X has " + std::to_string(C) + " channels, the weights need " + std::to_string(wq_.dim(1) * group_));
     Geom g = forward_geom(node_, attrs_, {H, W}, {wq_.dim(2), wq_.dim(3)});
     const int64_t OH = g.out[0], OW = g.out[1];
     const DType yt = y_quantized_ ? (y_.is_signed ? DType::Int8 : DType::UInt8) : DType::Float;
-    const Dims ydims = dst_nhwc_ ? Dims{N, OH, OW, M_} : Dims{N, M_, OH, OW};
+    const Dims ydims = dst_nhwc_ ? Dims{N, OH, OW, M_} : dst_blk_ ? blocked_dims({N, M_, OH, OW}, dst_blk_) : Dims{N, M_, OH, OW};
     const Tensor* R = residual_ ? &ctx.input(8) : nullptr;
     if (R && R->dtype() != DType::Float) ctx.fail("the residual R must be float");
     if (R && R->dims() != (res_nhwc_ ? Dims{N, OH, OW, M_} : Dims{N, M_, OH, OW})) {
       // The Add broadcasts (a bias-like R): the conv and the post-ops before the sum here, the
       // rest as the unfused nodes would. The layout rewrites only pair equal dims.
-      if (res_nhwc_ || dst_nhwc_) ctx.fail("a channels-last residual must have the output's dims");
+      if (res_nhwc_ || dst_nhwc_ || dst_blk_) ctx.fail("a channels-last residual must have the output's dims");
       size_t sum = 0;
       while (post_[sum].kind != ConvPostOp::Kind::Sum) ++sum;
       Tensor c(DType::Float, {N, M_, OH, OW});
@@ -116,7 +128,8 @@ class Int8ConvKernel : public OpKernel {
       ctx.set_output(0, RValue(apply_post_ops_ref(ctx, post_, c, R, sum)));
       return;
     }
-    Tensor& Y = ctx.allocate_output_uninit(0, yt, ydims);
+    // Blocked channels past M are zero.
+    Tensor& Y = dst_blk_ && M_ % dst_blk_ ? ctx.allocate_output(0, yt, ydims) : ctx.allocate_output_uninit(0, yt, ydims);
     if (Y.numel() == 0) return;
     run_into(ctx, X, g, Y.raw(), R ? R->data<float>() : nullptr, post_.size());
   }
@@ -125,7 +138,8 @@ class Int8ConvKernel : public OpKernel {
   // The convolution and its first `npost` post-ops into y (Y's layout and type), R added at the
   // Sum. Fewer than all post-ops run on the reference loops.
   void run_into(KernelContext& ctx, const Tensor& X, const Geom& g, void* y, const float* r, size_t npost) {
-    const int64_t N = X.dim(0), C = X.dim(src_nhwc_ ? 3 : 1), H = X.dim(src_nhwc_ ? 1 : 2), W = X.dim(src_nhwc_ ? 2 : 3);
+    const int64_t N = X.dim(0), C = src_blk_ ? wq_.dim(1) * group_ : X.dim(src_nhwc_ ? 3 : 1);
+    const int64_t H = X.dim(src_nhwc_ ? 1 : 2), W = X.dim(src_nhwc_ ? 2 : 3);
     // Quantized X, channels last (what oneDNN's int8 kernels read; the reference reads it too).
     std::unique_ptr<uint8_t[]> own;  // uninitialized: every byte is written
     const uint8_t* q = static_cast<const uint8_t*>(X.raw());
@@ -166,10 +180,34 @@ class Int8ConvKernel : public OpKernel {
       if (dynamic_) dynamic_quantize_bytes(x, n, s, z, to, threads);
       else quantize_bytes(x, n, s, static_cast<float>(z), x_.lo(), x_.hi(), to, threads);
     };
+    if (src_blk_) return quantize_blocked(x, N, C, H, W, s, z, q, threads);
     if (src_nhwc_) return quantize(q);
     std::unique_ptr<uint8_t[]> plain(new uint8_t[static_cast<size_t>(n)]);
     quantize(plain.get());
     to_nhwc(plain.get(), N, C, H, W, q);
+  }
+
+  // Blocked float X ([N, C/b, H, W, b]) quantized in place order (threaded, vectorized; the
+  // padded channels are zeros and quantize to the zero point), then its bytes reordered into NHWC.
+  void quantize_blocked(const float* x, int64_t N, int64_t C, int64_t H, int64_t W, float s, int32_t z, uint8_t* q,
+                        int threads) const {
+    const int64_t b = src_blk_, CB = (C + b - 1) / b, n = N * CB * H * W * b;
+    std::unique_ptr<uint8_t[]> blocked(new uint8_t[static_cast<size_t>(n)]);
+    if (dynamic_) dynamic_quantize_bytes(x, n, s, z, blocked.get(), threads);
+    else quantize_bytes(x, n, s, static_cast<float>(z), x_.lo(), x_.hi(), blocked.get(), threads);
+    const dt t = x_.is_signed ? dt::s8 : dt::u8;
+    try {
+      memory a(memory::desc({N, C, H, W}, t, b == 16 ? tag::nChw16c : tag::nChw8c), engine(), blocked.get());
+      memory m(memory::desc({N, C, H, W}, t, tag::nhwc), engine(), q);
+      dnnl::stream st(engine());
+      dnnl::reorder(a, m).execute(st, a, m);
+      st.wait();
+    } catch (const dnnl::error&) {
+      const int64_t HW = H * W;
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t p = 0; p < HW; ++p) q[(i * HW + p) * C + c] = blocked[static_cast<size_t>(((i * CB + c / b) * HW + p) * b + c % b)];
+    }
   }
 
   // 8-bit NCHW `from` into NHWC `to` (oneDNN's reorder, or a plain loop).
@@ -221,7 +259,10 @@ class Int8ConvKernel : public OpKernel {
             const int64_t nhwc_at = ((n * OH + oh) * OW + ow) * M_ + m, nchw_at = ((n * M_ + m) * OH + oh) * OW + ow;
             for (size_t k = 0; k < npost; ++k)
               v = post_[k].kind == ConvPostOp::Kind::Sum ? v + r[res_nhwc_ ? nhwc_at : nchw_at] : post_[k].apply(v);
-            int64_t at = dst_nhwc_ ? nhwc_at : nchw_at;
+            const int64_t blk = dst_blk_ ? dst_blk_ : 1, mb = (M_ + blk - 1) / blk;
+            int64_t at = dst_nhwc_  ? nhwc_at
+                         : dst_blk_ ? (((n * mb + m / blk) * OH + oh) * OW + ow) * blk + m % blk
+                                    : nchw_at;
             if (!y_quantized_) {
               static_cast<float*>(y)[at] = v;
             } else {
@@ -328,7 +369,8 @@ class Int8ConvKernel : public OpKernel {
       }
       p.conv.execute(st, args);
       if (!direct) {
-        memory ym(dst_nhwc_ ? memory::desc({N, M_, OH, OW}, ydt, tag::nhwc) : nchw, engine(), y);
+        const memory::desc blocked({N, M_, OH, OW}, ydt, dst_blk_ == 16 ? tag::nChw16c : tag::nChw8c);
+        memory ym(dst_nhwc_ ? memory::desc({N, M_, OH, OW}, ydt, tag::nhwc) : dst_blk_ ? blocked : nchw, engine(), y);
         dnnl::reorder(dm, ym).execute(st, dm, ym);
       }
       st.wait();
@@ -342,6 +384,7 @@ class Int8ConvKernel : public OpKernel {
   WindowAttrs attrs_;
   bool valid_ = false, fast_ = false, src_nhwc_ = false, dst_nhwc_ = false, residual_ = false, res_nhwc_ = false;
   bool src_quantized_ = false, y_quantized_ = false, dynamic_ = false;
+  int64_t src_blk_ = 0, dst_blk_ = 0;  // channel blocks of float X / Y (0: not blocked)
   QuantParam y_;  // the output's, when it is quantized
   int64_t group_ = 1, M_ = 0;
   Tensor wq_;
