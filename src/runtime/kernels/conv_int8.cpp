@@ -175,55 +175,34 @@ class Int8ConvKernel : public OpKernel {
   // place order and then reordered by oneDNN.
   void quantize_nhwc(const float* x, int64_t N, int64_t C, int64_t H, int64_t W, float s, int32_t z, uint8_t* q,
                      int threads) {
-    const int64_t n = N * C * H * W;
+    // A blocked X holds whole blocks (its padded channels are zeros: they quantize to z, unused).
+    const int64_t b = src_blk_, n = N * (b ? (C + b - 1) / b * b : C) * H * W;
     auto quantize = [&](uint8_t* to) {
       if (dynamic_) dynamic_quantize_bytes(x, n, s, z, to, threads);
       else quantize_bytes(x, n, s, static_cast<float>(z), x_.lo(), x_.hi(), to, threads);
     };
-    if (src_blk_) return quantize_blocked(x, N, C, H, W, s, z, q, threads);
     if (src_nhwc_) return quantize(q);
-    std::unique_ptr<uint8_t[]> plain(new uint8_t[static_cast<size_t>(n)]);
-    quantize(plain.get());
-    to_nhwc(plain.get(), N, C, H, W, q);
+    std::unique_ptr<uint8_t[]> staged(new uint8_t[static_cast<size_t>(n)]);
+    quantize(staged.get());
+    to_nhwc(staged.get(), N, C, H, W, q, b);
   }
 
-  // Blocked float X ([N, C/b, H, W, b]) quantized in place order (threaded, vectorized; the
-  // padded channels are zeros and quantize to the zero point), then its bytes reordered into NHWC.
-  void quantize_blocked(const float* x, int64_t N, int64_t C, int64_t H, int64_t W, float s, int32_t z, uint8_t* q,
-                        int threads) const {
-    const int64_t b = src_blk_, CB = (C + b - 1) / b, n = N * CB * H * W * b;
-    std::unique_ptr<uint8_t[]> blocked(new uint8_t[static_cast<size_t>(n)]);
-    if (dynamic_) dynamic_quantize_bytes(x, n, s, z, blocked.get(), threads);
-    else quantize_bytes(x, n, s, static_cast<float>(z), x_.lo(), x_.hi(), blocked.get(), threads);
-    const dt t = x_.is_signed ? dt::s8 : dt::u8;
-    try {
-      memory a(memory::desc({N, C, H, W}, t, b == 16 ? tag::nChw16c : tag::nChw8c), engine(), blocked.get());
-      memory m(memory::desc({N, C, H, W}, t, tag::nhwc), engine(), q);
-      dnnl::stream st(engine());
-      dnnl::reorder(a, m).execute(st, a, m);
-      st.wait();
-    } catch (const dnnl::error&) {
-      const int64_t HW = H * W;
-      for (int64_t i = 0; i < N; ++i)
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t p = 0; p < HW; ++p) q[(i * HW + p) * C + c] = blocked[static_cast<size_t>(((i * CB + c / b) * HW + p) * b + c % b)];
-    }
-  }
-
-  // 8-bit NCHW `from` into NHWC `to` (oneDNN's reorder, or a plain loop).
-  void to_nhwc(const uint8_t* from, int64_t N, int64_t C, int64_t H, int64_t W, uint8_t* to) const {
+  // 8-bit NCHW (blk 0) or channel-blocked `from` into NHWC `to` (oneDNN's reorder, or a plain loop).
+  void to_nhwc(const uint8_t* from, int64_t N, int64_t C, int64_t H, int64_t W, uint8_t* to, int64_t blk = 0) const {
     try {
       const dt t = x_.is_signed ? dt::s8 : dt::u8;
-      memory a(memory::desc({N, C, H, W}, t, tag::nchw), engine(), const_cast<uint8_t*>(from));
+      const tag layout = blk == 16 ? tag::nChw16c : blk == 8 ? tag::nChw8c : tag::nchw;
+      memory a(memory::desc({N, C, H, W}, t, layout), engine(), const_cast<uint8_t*>(from));
       memory b(memory::desc({N, C, H, W}, t, tag::nhwc), engine(), to);
       dnnl::stream st(engine());
       dnnl::reorder(a, b).execute(st, a, b);
       st.wait();
     } catch (const dnnl::error&) {
-      const int64_t HW = H * W;
+      const int64_t HW = H * W, CB = blk ? (C + blk - 1) / blk : C;
       for (int64_t i = 0; i < N; ++i)
         for (int64_t c = 0; c < C; ++c)
-          for (int64_t p = 0; p < HW; ++p) to[(i * HW + p) * C + c] = from[(i * C + c) * HW + p];
+          for (int64_t p = 0; p < HW; ++p)
+            to[(i * HW + p) * C + c] = blk ? from[((i * CB + c / blk) * HW + p) * blk + c % blk] : from[(i * C + c) * HW + p];
     }
   }
 
