@@ -22,18 +22,25 @@ inline Model mlp(int64_t opset = 17) {
   return b.m;
 }
 
-// x[1, 3, 16, 16] -> Conv 16x3x3x3 (pad 1) -> Relu -> Conv 32x16x3x3 (stride 2) -> Relu
-//   -> GlobalAveragePool -> Flatten -> Gemm (transB, 10x32) -> logits[1, 10]
-inline Model cnn(int64_t opset = 17) {
-  std::mt19937 g(11);
+// x[1, C, S, S] -> Conv C1xCx3x3 (pad 1) -> Relu -> Conv C2xC1x3x3 (stride s) -> Relu
+//   -> GlobalAveragePool -> Flatten -> Gemm (transB, 10xC2) -> logits[1, 10]
+struct CnnShape {
+  unsigned seed;
+  int64_t c, size, c1, c2, stride;
+  float w1, w2, w3;  // weight scales (about 1 / sqrt(fan-in))
+};
+inline Model two_conv_cnn(const CnnShape& k, int64_t opset) {
+  std::mt19937 g(k.seed);
   ModelBuilder b(opset);
-  b.input("x", {1, 3, 16, 16});
-  b.init("w1", random_normal(g, {16, 3, 3, 3}, 0.27f)).init("b1", random_normal(g, {16}, 0.1f));
-  b.init("w2", random_normal(g, {32, 16, 3, 3}, 0.12f)).init("b2", random_normal(g, {32}, 0.1f));
-  b.init("w3", random_normal(g, {10, 32}, 0.25f)).init("b3", random_normal(g, {10}, 0.1f));
+  b.input("x", {1, k.c, k.size, k.size});
+  b.init("w1", random_normal(g, {k.c1, k.c, 3, 3}, k.w1)).init("b1", random_normal(g, {k.c1}, 0.1f));
+  b.init("w2", random_normal(g, {k.c2, k.c1, 3, 3}, k.w2)).init("b2", random_normal(g, {k.c2}, 0.1f));
+  b.init("w3", random_normal(g, {10, k.c2}, k.w3)).init("b3", random_normal(g, {10}, 0.1f));
   b.node("Conv", {"x", "w1", "b1"}, {"c1"}, {Attribute::make_ints("pads", {1, 1, 1, 1})}, "conv1");
   b.node("Relu", {"c1"}, {"r1"}, {}, "relu1");
-  b.node("Conv", {"r1", "w2", "b2"}, {"c2"}, {Attribute::make_ints("strides", {2, 2})}, "conv2");
+  std::vector<Attribute> a2;
+  if (k.stride != 1) a2.push_back(Attribute::make_ints("strides", {k.stride, k.stride}));
+  b.node("Conv", {"r1", "w2", "b2"}, {"c2"}, a2, "conv2");
   b.node("Relu", {"c2"}, {"r2"}, {}, "relu2");
   b.node("GlobalAveragePool", {"r2"}, {"p"}, {}, "pool").node("Flatten", {"p"}, {"f"}, {}, "flatten");
   b.node("Gemm", {"f", "w3", "b3"}, {"logits"}, {Attribute::make_int("transB", 1)}, "fc");
@@ -41,25 +48,12 @@ inline Model cnn(int64_t opset = 17) {
   return b.m;
 }
 
-// x[1, 16, 12, 12] -> Conv 32x16x3x3 (pad 1) -> Relu -> Conv 64x32x3x3 -> Relu -> GlobalAveragePool
-//   -> Flatten -> Gemm (transB, 10x64) -> logits[1, 10]: convs with enough multiply-adds per
-// activation value for dynamic mode to quantize them (cnn()'s thin ones stay float there).
-inline Model wide_cnn(int64_t opset = 17) {
-  std::mt19937 g(12);
-  ModelBuilder b(opset);
-  b.input("x", {1, 16, 12, 12});
-  b.init("w1", random_normal(g, {32, 16, 3, 3}, 0.1f)).init("b1", random_normal(g, {32}, 0.1f));
-  b.init("w2", random_normal(g, {64, 32, 3, 3}, 0.07f)).init("b2", random_normal(g, {64}, 0.1f));
-  b.init("w3", random_normal(g, {10, 64}, 0.2f)).init("b3", random_normal(g, {10}, 0.1f));
-  b.node("Conv", {"x", "w1", "b1"}, {"c1"}, {Attribute::make_ints("pads", {1, 1, 1, 1})}, "conv1");
-  b.node("Relu", {"c1"}, {"r1"}, {}, "relu1");
-  b.node("Conv", {"r1", "w2", "b2"}, {"c2"}, {}, "conv2");
-  b.node("Relu", {"c2"}, {"r2"}, {}, "relu2");
-  b.node("GlobalAveragePool", {"r2"}, {"p"}, {}, "pool").node("Flatten", {"p"}, {"f"}, {}, "flatten");
-  b.node("Gemm", {"f", "w3", "b3"}, {"logits"}, {Attribute::make_int("transB", 1)}, "fc");
-  b.output("logits", {1, 10});
-  return b.m;
-}
+// 3 -> 16 -> 32 channels (stride 2) on 16 x 16.
+inline Model cnn(int64_t opset = 17) { return two_conv_cnn({11, 3, 16, 16, 32, 2, 0.27f, 0.12f, 0.25f}, opset); }
+
+// 16 -> 32 -> 64 channels on 12 x 12: convs with enough multiply-adds per activation value for
+// dynamic mode to quantize them (cnn()'s thin ones stay float there).
+inline Model wide_cnn(int64_t opset = 17) { return two_conv_cnn({12, 16, 12, 32, 64, 1, 0.1f, 0.07f, 0.2f}, opset); }
 
 // A recurrent layer for the int8 recurrent tests.
 struct Layer {
