@@ -98,10 +98,7 @@ std::optional<Tensor> conv_weight(const Node& n, passes::Scope& s, std::string& 
 }
 
 // t's values as [len, 1, 1], a per-channel factor of a conv's [N, M, H, W] output.
-Tensor per_channel(const Tensor& t) {
-  Tensor r = t;
-  return r.reshaped({t.numel(), 1, 1});
-}
+Tensor per_channel(const Tensor& t) { return t.reshaped({t.numel(), 1, 1}); }
 
 }  // namespace
 

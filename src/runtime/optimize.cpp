@@ -694,17 +694,23 @@ class Int8MatMulFuser {
     if (b->rank() == 1 || (b->rank() == 2 && b->dim(0) == 1)) return b;
     return nullptr;
   }
-  // The single reader of `v` if it is an Add of a constant bias of n; `bias` gets its name.
-  std::optional<size_t> bias_add(const std::string& v, int64_t n, std::string& bias) const {
+  // The single reader of `v` if it is an Add of a constant bias of n (of a conv's M channels:
+  // channel_values); `bias` gets its name.
+  std::optional<size_t> bias_add(const std::string& v, int64_t n, std::string& bias, bool conv = false) const {
     auto r = only_reader(v);
     if (!r) return std::nullopt;
     const Node& add = g_.nodes[*r];
     if (add.op_type != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1 || add.inputs[0] == add.inputs[1])
       return std::nullopt;
     const std::string& other = add.inputs[0] == v ? add.inputs[1] : add.inputs[0];
-    // A [1, N] bias would add a dim to a 1-D product.
-    const Tensor* b = bias_of(other, n);
-    if (!b || b->rank() != 1) return std::nullopt;
+    if (conv) {
+      const Tensor* b = constant(other);
+      if (!b || b->dtype() != DType::Float || b->numel() != n || !channel_values(*b, n)) return std::nullopt;
+    } else {
+      // A [1, N] bias would add a dim to a 1-D product.
+      const Tensor* b = bias_of(other, n);
+      if (!b || b->rank() != 1) return std::nullopt;
+    }
     bias = other;
     return r;
   }
@@ -761,20 +767,7 @@ class Int8MatMulFuser {
     if (!wst || !(conv ? channel_values(*wst, n) : column_scales(*wst, n))) return std::nullopt;
     chain = {i, *ci, *xi};
     std::string out = mul.outputs[0], bias;
-    if (conv) {
-      if (auto ai = only_reader(out)) {
-        const Node& add = g_.nodes[*ai];
-        if (add.op_type == "Add" && add.inputs.size() == 2 && add.outputs.size() == 1 && add.inputs[0] != add.inputs[1]) {
-          const std::string& other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
-          const Tensor* b = constant(other);
-          if (b && b->dtype() == DType::Float && b->numel() == n && channel_values(*b, n)) {
-            bias = other;
-            chain.push_back(*ai);
-            out = add.outputs[0];
-          }
-        }
-      }
-    } else if (auto ai = bias_add(out, n, bias)) {
+    if (auto ai = bias_add(out, n, bias, conv)) {
       chain.push_back(*ai);
       out = g_.nodes[*ai].outputs[0];
     }

@@ -217,6 +217,7 @@ class Int8ConvKernel : public OpKernel {
     const int64_t OH = g.out[0], OW = g.out[1], KH = wq_.dim(2), KW = wq_.dim(3);
     const int64_t Cg = C / group_, Mg = M_ / group_;
     const int8_t* w = wq_.data<int8_t>();
+    const int64_t blk = dst_blk_ ? dst_blk_ : 1, mb = (M_ + blk - 1) / blk;  // Y's channel blocks
     parallel_for(N * M_, threads, 1, [&](int64_t b, int64_t e) {
       for (int64_t nm = b; nm < e; ++nm) {
         int64_t n = nm / M_, m = nm % M_, gi = m / Mg;
@@ -238,7 +239,6 @@ class Int8ConvKernel : public OpKernel {
             const int64_t nhwc_at = ((n * OH + oh) * OW + ow) * M_ + m, nchw_at = ((n * M_ + m) * OH + oh) * OW + ow;
             for (size_t k = 0; k < npost; ++k)
               v = post_[k].kind == ConvPostOp::Kind::Sum ? v + r[res_nhwc_ ? nhwc_at : nchw_at] : post_[k].apply(v);
-            const int64_t blk = dst_blk_ ? dst_blk_ : 1, mb = (M_ + blk - 1) / blk;
             int64_t at = dst_nhwc_  ? nhwc_at
                          : dst_blk_ ? (((n * mb + m / blk) * OH + oh) * OW + ow) * blk + m % blk
                                     : nchw_at;
