@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/kernels/conv_depthwise.h"
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/conv_winograd.h"
 #include "runtime/optimize.h"
@@ -510,6 +511,67 @@ TEST(RuntimeFusion, WinogradMatchesReference) {
   EXPECT_GT(expected4, 6);
   EXPECT_EQ(kern::WinogradConv::runs_so_far() - before, static_cast<uint64_t>(expected));
   EXPECT_EQ(kern::WinogradConv::runs_so_far(4) - before4, static_cast<uint64_t>(expected4));
+}
+
+// Depthwise 3x3 convolutions between blocked neighbours (a 1x1 conv before and after, as in
+// MobileNet blocks) run on their own kernel (runtime/kernels/conv_depthwise.h): against the
+// reference on maps from 1 x 1 up, odd and even, stride 1 and 2, end pads of 0 and 1, channel
+// counts that do not fill a block, with and without bias, the post-ops it takes and one it leaves
+// to oneDNN; NaNs in the output where the reference has them, at 1 and 2 threads.
+TEST(RuntimeFusion, DepthwiseMatchesReference) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the depthwise kernel runs on AVX-512 only";
+  std::mt19937 g(31);
+  const Tail tails[] = {Tail::Relu, Tail::Clip, Tail::Leaky, Tail::ClipAttr, Tail::Swish};
+  int expected = 0;
+  const uint64_t before = kern::DepthwiseConv::runs_so_far();
+  for (int iter = 0; iter < 40; ++iter) {
+    auto pick = [&](int lo, int hi) { return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(g)); };
+    const int64_t n = pick(1, 2), c = iter % 4 == 0 ? 20 : iter % 4 == 1 ? 40 : 16 * pick(1, 9);
+    const int64_t h = iter < 4 ? iter + 1 : pick(1, 40), w = iter < 4 ? 4 - iter : pick(1, 40);
+    // The first maps are 1 x 4 .. 4 x 1: end pads of 1 so that the window fits.
+    const int64_t s = pick(1, 2), pb = iter < 4 ? 1 : pick(0, 1), pr = iter < 4 ? 1 : pick(0, 1);
+    const Tail tail = tails[iter % 5];
+    const bool bias = iter % 3 != 2, nan = iter % 7 == 3;
+    if (h + 1 + pb < 3 || w + 1 + pr < 3) continue;  // the window does not fit
+    Builder b;
+    b.input("x", {n, c, h, w});
+    b.init("w0", random_uniform(g, {c, c, 1, 1}));
+    b.add(test::make_node("Conv", {"x", "w0"}, {"x0"}));
+    b.init("w", random_uniform(g, {c, 1, 3, 3}));
+    std::vector<std::string> ins{"x0", "w"};
+    if (bias) {
+      b.init("bias", random_uniform(g, {c}));
+      ins.push_back("bias");
+    }
+    b.add(test::make_node("Conv", ins, {"c"},
+                          {Attribute::make_int("group", c), Attribute::make_ints("strides", {s, s}),
+                           Attribute::make_ints("pads", {1, 1, pb, pr}), Attribute::make_ints("kernel_shape", {3, 3})}));
+    add_tail(b, tail);
+    b.init("w2", random_uniform(g, {16, c, 1, 1}));
+    b.add(test::make_node("Conv", {"out", "w2"}, {"y"}));
+    b.output("y");
+    Tensor x = random_uniform(g, {n, c, h, w});
+    if (nan) x.data<float>()[pick(0, static_cast<int>(x.numel()) - 1)] = std::nanf("");
+    std::map<std::string, RValue> feeds{{"x", x}};
+    const std::string what = "iter " + std::to_string(iter) + " x " + dims_to_string({n, c, h, w}) + " stride " +
+                             std::to_string(s) + " end pads " + std::to_string(pb) + std::to_string(pr);
+    expected += tail != Tail::Swish ? 2 : 0;
+    auto want = run(b.m, false, feeds, 1);
+    for (int threads : {1, 2}) {
+      auto got = run(b.m, true, feeds, threads);
+      const Tensor& wt = want.at("y").tensor;
+      const Tensor& gt = got.at("y").tensor;
+      ASSERT_EQ(wt.dims(), gt.dims()) << what;
+      for (int64_t i = 0; i < wt.numel(); ++i) {
+        const float wv = wt.data<float>()[i], gv = gt.data<float>()[i];
+        ASSERT_EQ(std::isnan(wv), std::isnan(gv)) << what << " threads " << threads << " at " << i;
+        if (std::isnan(wv)) continue;
+        ASSERT_NEAR(wv, gv, 1e-4 * (1 + std::fabs(wv))) << what << " threads " << threads << " at " << i;
+      }
+    }
+  }
+  EXPECT_GT(expected, 40);
+  EXPECT_EQ(kern::DepthwiseConv::runs_so_far() - before, static_cast<uint64_t>(expected));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <malloc.h>
 #endif
 
+#include "runtime/kernels/conv_depthwise.h"
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/conv_ref.h"
 #include "runtime/kernels/conv_winograd.h"
@@ -130,6 +131,9 @@ class ConvKernel : public OpKernel {
       const_w_ = *w;
       if (b) const_b_ = *b;
     }
+    if (w && (!info.node.has_input(2) || b) && kern::channel_block() == 16 &&
+        kern::DepthwiseConv::qualifies(*w, b, group_, post_))
+      dw_ = kern::DepthwiseConv::make(*w, b, post_);
     if (w && w->dtype() == DType::Float && w->rank() >= 3 && group_ >= 1 && w->dim(0) % group_ == 0) {
       try {
         dnnl_->prepack(*w, b, w->dim(1) * group_, probe_geom(info.node, attrs_, spatial(w->dims())));
@@ -178,6 +182,10 @@ class ConvKernel : public OpKernel {
     Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), phys);
     if (y.numel() == 0 && post_.empty()) return;
     if (wino && y.numel() > 0 && run_winograd(ctx, x, xd, s, yd, y, r, wino)) return;
+    if (dw_ && fast && src_blk_ == 16 && dst_blk_ == 16 && y.numel() > 0 && kern::DepthwiseConv::takes(s.g)) {
+      dw_->run(x.data<float>(), xd[0], xd[2], xd[3], y.data<float>(), yd[2], yd[3], s.g.stride[0], ctx.threads());
+      return;
+    }
     if (fast && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) return;
     // Reference path: plain tensors in and out, converted when the neighbours are blocked; released
     // weights rebuilt from the packed copy.
@@ -221,6 +229,7 @@ class ConvKernel : public OpKernel {
   std::unique_ptr<kern::DnnlConv> dnnl_;
   std::unique_ptr<kern::DnnlConv> head_;  // the conv and post-ops before the sum, built on demand
   std::unique_ptr<kern::WinogradConv> wino_;  // made at the first run that takes it
+  std::unique_ptr<kern::DepthwiseConv> dw_;   // a depthwise 3x3 conv's own kernel (constant weights)
   std::once_flag wino_once_;
   Tensor const_w_, const_b_;  // constant weights (and bias) of a conv that qualifies for Winograd
   std::once_flag head_once_;              // runs on several threads may reach it at once
