@@ -370,7 +370,8 @@ TEST(RuntimeFusion, AttentionMatchesReference) {
   std::mt19937 g(43);
   for (int iter = 0; iter < 16; ++iter) {
     auto pick = [&](int lo, int hi) { return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(g)); };
-    int64_t B = pick(1, 2), H = pick(1, 3), Sq = pick(1, 23), Skv = iter % 4 == 0 ? Sq : pick(1, 90), D = pick(1, 20),
+    int64_t B = pick(1, 2), H = pick(1, 3), Sq = iter % 4 == 1 ? pick(30, 70) : pick(1, 23),
+            Skv = iter % 4 == 0 ? Sq : pick(1, 90), D = pick(1, 20),
             Dv = iter % 5 == 0 ? 70 : pick(1, 20);
     int scale = iter % 3, mask = iter % 4;  // scale: none, Div, Mul; mask: none, where, add, add [Sq, Skv]
     bool scores_out = iter == 7;
@@ -392,12 +393,25 @@ TEST(RuntimeFusion, AttentionMatchesReference) {
     std::map<std::string, RValue> feeds{{"q", random_uniform(g, {B, Sq, H, D})},
                                         {"k", random_uniform(g, {B, Skv, H, D})},
                                         {"v", random_uniform(g, {B, Skv, H, Dv})}};
-    if (mask == 1) {  // causal: key j > query i is masked (rows with nothing left give NaN alike)
+    if (mask == 1) {
+      // Causal: key j > query i is masked. The keys no row of a block sees are left out when the
+      // fill is far below the scores (-1e4, -1e30), kept when it is not (-0.5) or when a row sees
+      // no key. Iteration 13: row i sees keys below 1 + 16 (i mod 4) of 80 (a block's last visible
+      // key opens a block of 16 keys: one key too few would drop it), row 2 none (its weights
+      // spread evenly over the fills).
+      if (iter == 13) {
+        Skv = 80;
+        feeds["k"] = random_uniform(g, {B, Skv, H, D});
+        feeds["v"] = random_uniform(g, {B, Skv, H, Dv});
+        b.m.graph.inputs[1] = {"k", Type::tensor(DType::Float, Shape::of({B, Skv, H, D})), {}};
+        b.m.graph.inputs[2] = {"v", Type::tensor(DType::Float, Shape::of({B, Skv, H, Dv})), {}};
+      }
       Tensor m(DType::Bool, {Sq, Skv});
       for (int64_t i = 0; i < Sq; ++i)
-        for (int64_t j = 0; j < Skv; ++j) m.data<bool>()[i * Skv + j] = j > i;
+        for (int64_t j = 0; j < Skv; ++j)
+          m.data<bool>()[i * Skv + j] = iter == 13 ? i == 2 || j >= 1 + 16 * (i % 4) : j > i;
       b.init("m", m);
-      b.init("fill", Tensor::scalar(-1e4f));
+      b.init("fill", Tensor::scalar(iter == 5 ? -0.5f : iter == 9 ? -1e30f : -1e4f));
       b.add(test::make_node("Where", {"m", "fill", cur}, {"s2"}));
       cur = "s2";
     } else if (mask >= 2) {

@@ -6,7 +6,11 @@
 // mask "where": scores where the bool mask is true become `fill`; "add": the float mask is added;
 // either broadcasts to [B, H, Sq, Skv] like numpy. The heads are read and written in place (no
 // transposes), and each (b, h) runs on one thread, so its [Sq, Skv] scores stay in cache from
-// the first product to the second.
+// the first product to the second. Under a "where" mask whose fill lies more than 100 below a
+// block of rows' scores (a causal mask's -inf, -1e4 or float's lowest), the keys no row of the
+// block sees are not computed: their softmax weights are below float resolution next to the
+// row's sum (GPT-style causal attention at 256 tokens: 1.36 -> 0.80 ms per layer at 1 thread,
+// with the masking and the row maxima vectorized).
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -67,13 +71,13 @@ void transpose_k(const float* k, int64_t ks, int64_t Skv, int64_t D, float* kt, 
 
 T2O_AVX512_WARNINGS_OFF
 
-// s[r * lds + j] = scale * q_r . k_j for r < R and j < ldk (a multiple of 16).
+// s[r * lds + j] = scale * q_r . k_j for r < R and j < n (a multiple of 16, at most ldk).
 template <int R>
-T2O_AVX512 void scores_block(const float* q, int64_t qs, const float* kt, int64_t ldk, int64_t D, float scale,
-                             float* s, int64_t lds) {
+T2O_AVX512 void scores_block(const float* q, int64_t qs, const float* kt, int64_t ldk, int64_t n, int64_t D,
+                             float scale, float* s, int64_t lds) {
   const __m512 sc = _mm512_set1_ps(scale);
   int64_t j = 0;
-  for (; j + 64 <= ldk; j += 64) {
+  for (; j + 64 <= n; j += 64) {
     __m512 acc[R][4];
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -92,7 +96,7 @@ T2O_AVX512 void scores_block(const float* q, int64_t qs, const float* kt, int64_
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < 4; ++c) _mm512_storeu_ps(s + r * lds + j + 16 * c, _mm512_mul_ps(acc[r][c], sc));
   }
-  for (; j < ldk; j += 16) {
+  for (; j < n; j += 16) {
     __m512 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t d = 0; d < D; ++d) {
@@ -131,6 +135,49 @@ T2O_AVX512 void context_block(const float* p, int64_t lds, const float* v, int64
     for (int r = 0; r < R; ++r)
       for (int b = 0; b < 4; ++b) _mm512_mask_storeu_ps(y + r * ys + c0 + 16 * b, m[b], acc[r][b]);
   }
+}
+
+// 1 + the last j < n with m[j * step] false (bool bytes); 0 when every one is true.
+T2O_AVX512 int64_t last_visible(const bool* m, int64_t step, int64_t n) {
+  int64_t j = n;
+  if (step == 1) {
+    for (; j >= 16; j -= 16) {
+      __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + j - 16)));
+      unsigned open = static_cast<unsigned>(static_cast<__mmask16>(~_mm512_test_epi32_mask(b, b)));
+      if (open) return j - 16 + (31 - __builtin_clz(open)) + 1;
+    }
+  }
+  while (j > 0 && m[(j - 1) * step]) --j;
+  return j;
+}
+
+// The largest of s[0 .. n), n >= 1 (NaNs may be skipped: they make the softmax NaN either way).
+T2O_AVX512 float row_max(const float* s, int64_t n) {
+  __m512 m = _mm512_set1_ps(s[0]);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(s + j));
+  float r = _mm512_reduce_max_ps(m);
+  for (; j < n; ++j) r = std::max(r, s[j]);
+  return r;
+}
+
+// s[j] = fill where m[j] (bool bytes), for j < n.
+T2O_AVX512 void mask_row_where(const bool* m, float* s, int64_t n, float fill) {
+  const __m512 f = _mm512_set1_ps(fill);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + j)));
+    __mmask16 k = _mm512_test_epi32_mask(b, b);
+    if (k) _mm512_mask_storeu_ps(s + j, k, f);
+  }
+  for (; j < n; ++j)
+    if (m[j]) s[j] = fill;
+}
+// s[j] += m[j] for j < n.
+T2O_AVX512 void mask_row_add(const float* m, float* s, int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(s + j, _mm512_add_ps(_mm512_loadu_ps(s + j), _mm512_loadu_ps(m + j)));
+  for (; j < n; ++j) s[j] += m[j];
 }
 
 T2O_AVX512_WARNINGS_ON
@@ -207,6 +254,17 @@ class AttentionKernel : public OpKernel {
         fast_ && !own ? products(Sq, Skv, D, Dv, oq.ss, ok.ss, ov.ss, H * Dv) : nullptr;
     size_t pad = prod ? std::max(prod->scores_pad.get_size(), prod->context_pad.get_size()) : 0;
     const int64_t ldk = (Skv + 15) / 16 * 16, ys = H * Dv;
+    // For a "where" mask, 1 + the last key each of its distinct rows leaves unmasked (0: none).
+    std::vector<int64_t> vis;
+    const int64_t mb = ms[0] ? B : 1, mh = ms[1] ? H : 1, mq = ms[2] ? Sq : 1;
+    if (own && mt && mask_ == Mask::Where) {
+      vis.resize(static_cast<size_t>(mb * mh * mq));
+      for (int64_t b = 0; b < mb; ++b)
+        for (int64_t h = 0; h < mh; ++h)
+          for (int64_t i = 0; i < mq; ++i)
+            vis[static_cast<size_t>((b * mh + h) * mq + i)] =
+                last_visible(mt->data<bool>() + b * ms[0] + h * ms[1] + i * ms[2], ms[3], Skv);
+    }
     kern::parallel_for(B * H, ctx.threads(), 1, [&](int64_t b0, int64_t e0) {
       std::vector<float> s(static_cast<size_t>(own ? kRows * ldk : Sq * Skv));
       std::vector<float> kt(static_cast<size_t>(own ? D * ldk : 0));
@@ -221,11 +279,28 @@ class AttentionKernel : public OpKernel {
           transpose_k(kh, ok.ss, Skv, D, kt.data(), ldk);
           for (int64_t i = 0; i < Sq; i += kRows) {
             int rows = static_cast<int>(std::min<int64_t>(kRows, Sq - i));
-            with_rows(rows, [&](auto r) { scores_block<r()>(qh + i * oq.ss, oq.ss, kt.data(), ldk, D, scale_, s.data(), ldk); });
-            if (mt) apply_mask(*mt, ms, b, h, i, rows, s.data(), ldk, Skv);
-            for (int r = 0; r < rows; ++r)
-              kern::softmax_rows_fast(kern::SoftKind::Softmax, s.data() + r * ldk, s.data() + r * ldk, 1, Skv, 1);
-            with_rows(rows, [&](auto r) { context_block<r()>(s.data(), ldk, vh, ov.ss, Skv, Dv, yh + i * ys, ys); });
+            // Keys that only the mask's fill reaches in every row of the block (the future, under a
+            // causal mask) are left out when their softmax weight is below float resolution.
+            int64_t n = vis.empty() ? Skv : 0;
+            for (int r = 0; r < rows && n < Skv; ++r) {
+              const int64_t v = vis[static_cast<size_t>(((ms[0] ? b : 0) * mh + (ms[1] ? h : 0)) * mq + (ms[2] ? i + r : 0))];
+              n = v == 0 ? Skv : std::max(n, v);  // a row that sees no key spreads its weights over every fill
+            }
+            for (int pass = 0; pass < 2; ++pass) {
+              const int64_t ext = std::min(ldk, (n + 15) / 16 * 16), used = std::min(ext, Skv);
+              with_rows(rows, [&](auto r) {
+                scores_block<r()>(qh + i * oq.ss, oq.ss, kt.data(), ldk, ext, D, scale_, s.data(), ldk);
+              });
+              if (mt) apply_mask(*mt, ms, b, h, i, rows, s.data(), ldk, used);
+              if (used < Skv && !fill_negligible(s.data(), ldk, rows, used)) {
+                n = Skv;  // weights the fill leaves visible: every key, as written
+                continue;
+              }
+              for (int r = 0; r < rows; ++r)
+                kern::softmax_rows_fast(kern::SoftKind::Softmax, s.data() + r * ldk, s.data() + r * ldk, 1, used, 1);
+              with_rows(rows, [&](auto r) { context_block<r()>(s.data(), ldk, vh, ov.ss, used, Dv, yh + i * ys, ys); });
+              break;
+            }
           }
           continue;
         }
@@ -260,10 +335,27 @@ class AttentionKernel : public OpKernel {
       }
   }
 
+  // Whether the fill is so far below each row's largest score among the first `used` that the keys
+  // left out would get softmax weights under 4e-44 (exp(-100)): nothing next to the row's sum of
+  // weights >= 1, as float rounds. False for a NaN fill.
+  bool fill_negligible(const float* s, int64_t lds, int rows, int64_t used) const {
+    for (int r = 0; r < rows; ++r)
+      if (!(fill_ < row_max(s + r * lds, used) - 100.0f)) return false;
+    return true;
+  }
+
   // The mask on rows i0 .. i0 + rows of head (b, h), scores `lds` floats apart.
   void apply_mask(const Tensor& m, const int64_t* ms, int64_t b, int64_t h, int64_t i0, int64_t rows, float* s,
                   int64_t lds, int64_t Skv) const {
     int64_t base = b * ms[0] + h * ms[1] + i0 * ms[2];
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    if (avx512 && ms[3] == 1) {  // keys contiguous in the mask: 16 at a time
+      for (int64_t i = 0; i < rows; ++i) {
+        if (mask_ == Mask::Where) mask_row_where(m.data<bool>() + base + i * ms[2], s + i * lds, Skv, fill_);
+        else mask_row_add(m.data<float>() + base + i * ms[2], s + i * lds, Skv);
+      }
+      return;
+    }
     if (mask_ == Mask::Where) {
       const bool* mp = m.data<bool>() + base;
       for (int64_t i = 0; i < rows; ++i)
