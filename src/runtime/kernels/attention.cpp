@@ -58,7 +58,7 @@ struct Products {
 
 // AVX-512 head kernels: K^T copied once per head into a row-padded scratch, then blocks of R query
 // rows: R x 64 scores in registers over the head size, and R x 64 outputs over the keys.
-constexpr int64_t kRows = 4;
+constexpr int64_t kRows = 6;
 
 // kt[d * ldk + j] = k[j * ks + d] for j < Skv; 0 for Skv <= j < ldk.
 void transpose_k(const float* k, int64_t ks, int64_t Skv, int64_t D, float* kt, int64_t ldk) {
@@ -186,6 +186,8 @@ T2O_AVX512_WARNINGS_ON
 template <typename F>
 void with_rows(int rows, F&& f) {
   switch (rows) {
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 5: return f(std::integral_constant<int, 5>{});
     case 4: return f(std::integral_constant<int, 4>{});
     case 3: return f(std::integral_constant<int, 3>{});
     case 2: return f(std::integral_constant<int, 2>{});
