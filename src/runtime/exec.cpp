@@ -175,13 +175,72 @@ std::set<std::string> subgraph_reads(const Node& n) {
 
 }  // namespace
 
+namespace {
+
+// Whether any element of a floating-point value is NaN or infinite (all exponent bits set).
+template <typename U>
+bool any_nonfinite_bits(const void* data, int64_t n, U exponent) {
+  const U* p = static_cast<const U*>(data);
+  bool any = false;
+  for (int64_t i = 0; i < n; ++i) any |= (p[i] & exponent) == exponent;
+  return any;
+}
+
+bool has_nonfinite(const Tensor& t) {
+  if (!t.raw()) return false;
+  switch (t.dtype()) {
+    case DType::Float: return any_nonfinite_bits<uint32_t>(t.raw(), t.numel(), 0x7f800000u);
+    case DType::Double: return any_nonfinite_bits<uint64_t>(t.raw(), t.numel(), 0x7ff0000000000000ull);
+    case DType::Float16: return any_nonfinite_bits<uint16_t>(t.raw(), t.numel(), 0x7c00u);
+    case DType::BFloat16: return any_nonfinite_bits<uint16_t>(t.raw(), t.numel(), 0x7f80u);
+    default: return false;
+  }
+}
+
+bool has_nonfinite(const RValue& v) {
+  switch (v.kind) {
+    case RValue::Kind::Tensor: return has_nonfinite(v.tensor);
+    case RValue::Kind::Sequence:
+      return std::any_of(v.sequence.begin(), v.sequence.end(), [](const Tensor& t) { return has_nonfinite(t); });
+    case RValue::Kind::Optional: return v.element && has_nonfinite(*v.element);
+    case RValue::Kind::Map: return has_nonfinite(v.map_values);
+    case RValue::Kind::None: return false;
+  }
+  return false;
+}
+
+// What one run of a graph was given, for KernelContext::nonfinite_inputs (scanned on first ask).
+struct RunInputs {
+  const std::vector<RValue>& inputs;
+  const Graph& graph;
+  const std::vector<bool>& is_const;
+  const std::unordered_map<std::string, int>& slots;
+  const KernelContext* outer;
+  mutable int nonfinite = -1;  // -1: not scanned yet
+  bool any_nonfinite() const {
+    if (nonfinite < 0) {
+      bool any = outer && outer->nonfinite_inputs();
+      for (size_t i = 0; !any && i < inputs.size(); ++i) any = has_nonfinite(inputs[i]);
+      for (size_t i = 0; !any && i < graph.initializers.size(); ++i) {
+        const Initializer& init = graph.initializers[i];
+        auto it = slots.find(init.name);
+        if (it != slots.end() && !is_const[static_cast<size_t>(it->second)]) any = has_nonfinite(init.tensor);
+      }
+      nonfinite = any ? 1 : 0;
+    }
+    return nonfinite == 1;
+  }
+};
+
+}  // namespace
+
 class NodeContext : public KernelContext {
  public:
   NodeContext(const GraphExec::Step& step, std::vector<RValue>& values, const std::vector<RValue>& consts,
               const std::vector<bool>& is_const, const GraphExec& exec, const KernelContext* outer,
-              int64_t opset, int threads, const std::vector<Tensor>* into = nullptr)
+              int64_t opset, int threads, const std::vector<Tensor>* into = nullptr, const RunInputs* run = nullptr)
       : step_(step), values_(values), consts_(consts), is_const_(is_const), exec_(exec), outer_(outer),
-        opset_(opset), threads_(threads), into_(into) {}
+        opset_(opset), threads_(threads), into_(into), run_(run) {}
   const Node& node() const override { return *step_.node; }
   int64_t opset() const override { return opset_; }
   int num_inputs() const override { return static_cast<int>(step_.in.size()); }
@@ -244,6 +303,7 @@ class NodeContext : public KernelContext {
     return v.is_tensor() && v.tensor.sole_owner();
   }
   int threads() const override { return threads_; }
+  bool nonfinite_inputs() const override { return run_ ? run_->any_nonfinite() : outer_ && outer_->nonfinite_inputs(); }
   const RValue* lookup(const std::string& name) const override {
     auto it = exec_.slots_.find(name);
     if (it != exec_.slots_.end()) {
@@ -282,6 +342,7 @@ class NodeContext : public KernelContext {
   int64_t opset_;
   int threads_;
   const std::vector<Tensor>* into_;
+  const RunInputs* run_;
   Tensor scratch_;
 };
 
@@ -510,6 +571,7 @@ std::vector<RValue> GraphExec::run_graph(const std::vector<RValue>& inputs, cons
   }
   for (size_t i = 0; i < input_slots_.size() && i < inputs.size(); ++i)
     values[static_cast<size_t>(input_slots_[i])] = inputs[i];
+  const RunInputs run{inputs, graph_, is_const_, slots_, outer};
   for (Step& st : steps_) {
     if (timed && std::chrono::steady_clock::now() > t_deadline)
       throw InputError(st.node->describe() + ": the run exceeded its time limit",
@@ -517,7 +579,7 @@ std::vector<RValue> GraphExec::run_graph(const std::vector<RValue>& inputs, cons
                        "--timeout if it is genuine");
     auto oit = opsets_.find(norm_domain(st.node->domain));
     NodeContext ctx(st, values, constants_, is_const_, *this, outer, oit == opsets_.end() ? 0 : oit->second,
-                    opts_.threads, into);
+                    opts_.threads, into, &run);
     try {
       if (OpProfile* prof = op_profile()) {
         auto t0 = std::chrono::steady_clock::now();

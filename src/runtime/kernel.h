@@ -90,6 +90,10 @@ class KernelContext {
   virtual bool input_reusable(int) const { return false; }
   // Threads this kernel may use.
   virtual int threads() const = 0;
+  // Whether a floating-point input of this run (or an overridable initializer's default) holds a
+  // NaN or an infinity. Fast paths that would turn a NaN into a number (oneDNN's fused Relu and
+  // Clip compute max / min) take an exact route for such runs. Checked once per run, on first ask.
+  virtual bool nonfinite_inputs() const { return false; }
   // Looks up a value of this or an enclosing scope by name (for subgraphs); nullptr if unknown.
   virtual const RValue* lookup(const std::string& name) const = 0;
   [[noreturn]] void fail(const std::string& what) const;  // throws Error naming the node

@@ -119,13 +119,24 @@ class Fuser {
       f.set_attr(Attribute::make_strings("post_ops", kinds));
       f.set_attr(Attribute::make_floats("post_alpha", alphas));
       f.set_attr(Attribute::make_floats("post_beta", betas));
+      if (!int8 && drops_nan(ops) && may_be_nonfinite(f.inputs)) f.set_attr(Attribute::make_int("keep_nan", 1));
       dead[i] = true;
       for (size_t j : chain) dead[j] = true;
       size_t last = *std::max_element(chain.begin(), chain.end());
       replace[last] = std::move(f);
       fused += static_cast<int>(chain.size());
     }
-    return rebuild(replace, fused);
+    // A MaxPool on oneDNN computes max, which skips a NaN: mark those NaN may reach, as above.
+    int marked = 0;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      Node& n = g_.nodes[i];
+      if (!dead[i] && n.op_type == "MaxPool" && default_domain(n) && !n.inputs.empty() &&
+          !n.has_attr("keep_nan") && may_be_nonfinite({n.inputs[0]})) {
+        n.set_attr(Attribute::make_int("keep_nan", 1));
+        ++marked;
+      }
+    }
+    return rebuild(replace, fused) + marked;
   }
 
   // MatMul with a constant 2-D float B, whose result only a bias Add reads (a constant vector
@@ -599,8 +610,68 @@ class Fuser {
 
   bool is_dead(size_t i) const { return i < dead_.size() && dead_[i]; }
 
+  // Post-ops that oneDNN computes with max / min, which turn a NaN into a number.
+  static bool drops_nan(const std::vector<PostOp>& ops) {
+    return std::any_of(ops.begin(), ops.end(),
+                       [](const PostOp& p) { return p.kind == "clip" || (p.kind == "relu" && p.alpha == 0.0f); });
+  }
+
+  // Whether one of `values` may hold a NaN or an infinity in a run whose inputs are all finite:
+  // a constant that holds one, or a value computed through an op that can make one from finite
+  // values (Div, Log, Sqrt, Pow, Exp, ...; an op of another domain; a control-flow op). The ops
+  // below only pass non-finite values on (overflow aside). Runs whose inputs hold a NaN or an
+  // infinity are told at run time (KernelContext::nonfinite_inputs).
+  bool may_be_nonfinite(const std::vector<std::string>& values) {
+    if (!nonfinite_ready_) {
+      nonfinite_ready_ = true;
+      static const std::set<std::string> passes = {
+          "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil",
+          "Celu", "Clip", "Concat", "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "DepthToSpace", "Dropout",
+          "Einsum", "Elu", "Equal", "Erf", "Expand", "Flatten", "Floor", "Gather", "GatherElements", "GatherND",
+          "Gelu", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "GroupNormalization",
+          "HardSigmoid", "HardSwish", "Hardmax", "Identity", "InstanceNormalization", "LayerNormalization",
+          "LeakyRelu", "Less", "LessOrEqual", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean", "Min", "Mul", "Neg",
+          "Not", "Or", "PRelu", "Pad", "Range", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Relu",
+          "Reshape", "Resize", "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Size", "Slice",
+          "Softmax", "Softsign", "SpaceToDepth", "Split", "Squeeze", "Sub", "Sum", "Tanh", "ThresholdedRelu",
+          "Tile", "TopK", "Transpose", "Unsqueeze", "Upsample", "Where", "Xor"};
+      static const std::set<std::string> internal = {"FusedConv", "FusedMatMul", "Attention", "HalfToFloat",
+                                                     "QuantDequant", "Int8Conv", "Int8MatMul"};
+      for (const Initializer& init : g_.initializers)
+        if (tensor_has_nonfinite(init.tensor)) nonfinite_.insert(init.name);
+      auto tainted = [&](const std::string& v) { return !v.empty() && nonfinite_.count(v) > 0; };
+      for (const Node& n : g_.nodes) {
+        bool known = default_domain(n) ? passes.count(n.op_type) > 0
+                                       : n.domain == kInternalDomain && internal.count(n.op_type) > 0;
+        bool bad = !known || std::any_of(n.inputs.begin(), n.inputs.end(), tainted);
+        if (n.op_type == "Constant" && default_domain(n)) {
+          const Tensor* t = n.attr_tensor("value");
+          bad = !t || tensor_has_nonfinite(*t);
+        }
+        if (bad) nonfinite_.insert(n.outputs.begin(), n.outputs.end());
+      }
+    }
+    return std::any_of(values.begin(), values.end(), [&](const std::string& v) { return !v.empty() && nonfinite_.count(v); });
+  }
+
+  static bool tensor_has_nonfinite(const Tensor& t) {
+    if (!t.raw()) return false;
+    if (t.dtype() == DType::Float) {  // exponent bits all set: NaN or infinity
+      const uint32_t* p = static_cast<const uint32_t*>(t.raw());
+      bool any = false;
+      for (int64_t i = 0; i < t.numel(); ++i) any |= (p[i] & 0x7f800000u) == 0x7f800000u;
+      return any;
+    }
+    if (t.dtype() != DType::Double && t.dtype() != DType::Float16 && t.dtype() != DType::BFloat16) return false;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(t.as_double(i))) return true;
+    return false;
+  }
+
   Model& m_;
   Graph& g_;
+  bool nonfinite_ready_ = false;
+  std::set<std::string> nonfinite_;  // values that may_be_nonfinite
   std::vector<bool> dead_;  // nodes already folded into a fused node
   std::set<std::string> pinned_;
   std::map<std::string, std::vector<size_t>> readers_;

@@ -143,6 +143,10 @@ TEST(RuntimeFusion, FusedMatchesReferenceOnRandomShapes) {
     bool bias = iter % 2 == 0;
     if (bias) b.init("b", random_uniform(g, {c.w[0]}));
     std::map<std::string, RValue> feeds{{"x", random_uniform(g, c.x)}};
+    if (iter % 4 == 1) {  // a NaN in the input stays NaN through every fused post-op, as unfused
+      Tensor& x = feeds["x"].tensor;
+      x.data<float>()[std::uniform_int_distribution<int64_t>(0, x.numel() - 1)(g)] = std::nanf("");
+    }
     Dims rd = bcast ? Dims{1, c.y[1], 1, 1} : c.y;
     if (uses_residual(tail)) {
       b.input("r", rd);
@@ -162,6 +166,56 @@ TEST(RuntimeFusion, FusedMatchesReferenceOnRandomShapes) {
     EXPECT_EQ(g2.nodes.size(), 1u) << what;
     EXPECT_EQ(count_op(g2, "FusedConv"), 1) << what;
     EXPECT_FALSE(produces(g2, "c")) << what;
+  }
+}
+
+// A NaN made inside the model (Sqrt of a negative value, a NaN weight) reaches a conv whose Relu
+// or Clip oneDNN would compute with max / min: the fused conv is marked keep_nan and the NaN stays
+// NaN, at 1 and 2 threads, through plain and blocked neighbours. A conv fed only by ops that pass
+// NaN on is not marked (its runs check their inputs instead).
+TEST(RuntimeFusion, NaNMadeInsideTheModelStaysNaN) {
+  std::mt19937 g(17);
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool weight_nan = variant >= 2, clip = variant % 2 == 1;
+    Builder b;
+    b.input("x", {1, 16, 9, 9});
+    b.add(test::make_node(weight_nan ? "Neg" : "Sqrt", {"x"}, {"s"}));
+    Tensor w = random_uniform(g, {16, 16, 3, 3});
+    if (weight_nan) w.data<float>()[5 * 144 + 7] = std::nanf("");
+    b.init("w", w);
+    b.add(test::make_node("Conv", {"s", "w"}, {"c"}, {Attribute::make_ints("pads", {1, 1, 1, 1})}));
+    add_tail(b, clip ? Tail::Clip : Tail::Relu);
+    b.init("w2", random_uniform(g, {16, 16, 1, 1}));
+    b.add(test::make_node("Conv", {"out", "w2"}, {"y"}));
+    b.output("y");
+    Tensor x = random_uniform(g, {1, 16, 9, 9});  // values of both signs: Sqrt makes NaNs
+    std::map<std::string, RValue> feeds{{"x", x}};
+    auto want = run(b.m, false, feeds, 1);
+    int nans = 0;
+    for (int64_t i = 0; i < want.at("y").tensor.numel(); ++i) nans += std::isnan(want.at("y").tensor.data<float>()[i]);
+    EXPECT_GT(nans, 0) << variant;
+    for (int threads : {1, 2})
+      expect_close_f32(want.at("y").tensor, run(b.m, true, feeds, threads).at("y").tensor,
+                       "variant " + std::to_string(variant) + " threads " + std::to_string(threads));
+    Graph g2 = rewritten(b.m);
+    for (const Node& n : g2.nodes) {
+      if (n.op_type != "FusedConv" || !n.has_attr("post_ops")) continue;
+      EXPECT_EQ(n.attr_int("keep_nan", 0), 1) << variant;
+    }
+  }
+  // Neg passes NaN on and makes none: no mark, the conv stays on the fused path.
+  Builder b;
+  b.input("x", {1, 16, 9, 9});
+  b.add(test::make_node("Neg", {"x"}, {"s"}));
+  b.init("w", random_uniform(g, {16, 16, 3, 3}));
+  b.add(test::make_node("Conv", {"s", "w"}, {"c"}));
+  add_tail(b, Tail::Relu);
+  b.output("out");
+  Graph g2 = rewritten(b.m);
+  ASSERT_EQ(count_op(g2, "FusedConv"), 1);
+  for (const Node& n : g2.nodes) {
+    if (n.op_type != "FusedConv") continue;
+    EXPECT_FALSE(n.has_attr("keep_nan"));
   }
 }
 
@@ -340,6 +394,10 @@ TEST(RuntimeFusion, PoolsBetweenConvsStayBlocked) {
       b.output("sg");
     }
     std::map<std::string, RValue> feeds{{"x", random_uniform(g, {1, 3, hw, hw})}};
+    if (iter % 3 == 1) {  // a NaN in the input reaches the output through Relu and the pools
+      Tensor& x = feeds["x"].tensor;
+      x.data<float>()[pick(0, static_cast<int>(x.numel()) - 1)] = std::nanf("");
+    }
     std::string what = "iter " + std::to_string(iter) + (max ? " max" : " avg") + " c " + std::to_string(c) + " hw " +
                        std::to_string(hw) + " k " + std::to_string(k) + " s " + std::to_string(s) + " p " +
                        std::to_string(p) + " ceil " + std::to_string(ceil) + " dil " + std::to_string(dil);

@@ -163,8 +163,11 @@ inline void expect_close_f32(const Tensor& want, const Tensor& got, const std::s
   ASSERT_EQ(want.dims(), got.dims()) << what;
   const float* w = want.data<float>();
   const float* g = got.data<float>();
-  for (int64_t i = 0; i < want.numel(); ++i)
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    ASSERT_EQ(std::isnan(w[i]), std::isnan(g[i])) << what << " at " << i << ": " << w[i] << " vs " << g[i];
+    if (std::isnan(w[i])) continue;
     ASSERT_NEAR(w[i], g[i], 1e-4 * (1 + std::fabs(w[i]))) << what << " at " << i;
+  }
 }
 
 // Runs a one_node() model on the reference kernels, on the fast paths, and on the fast paths with

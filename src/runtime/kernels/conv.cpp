@@ -110,8 +110,11 @@ class ConvKernel : public OpKernel {
   explicit ConvKernel(const KernelInfo& info)
       : attrs_(WindowAttrs::from_node(info.node)), group_(info.node.attr_int("group", 1)),
         post_(kern::conv_post_ops(info.node)), src_blk_(info.node.attr_int("src_block", 0)),
-        dst_blk_(info.node.attr_int("dst_block", 0)), res_blk_(info.node.attr_int("res_block", 0)) {
+        dst_blk_(info.node.attr_int("dst_block", 0)), res_blk_(info.node.attr_int("res_block", 0)),
+        keep_nan_(info.node.attr_int("keep_nan", 0) != 0) {
     attrs_.ceil_mode = false;
+    for (const kern::ConvPostOp& p : post_)
+      drops_nan_ |= p.kind == kern::ConvPostOp::Kind::Clip || (p.kind == kern::ConvPostOp::Kind::Relu && p.alpha == 0);
     for (int64_t b : {src_blk_, dst_blk_, res_blk_})
       if (b != 0 && b != 8 && b != 16) throw Error(info.node.describe() + ": block sizes must be 0, 8 or 16");
     if (!info.fast_paths) {
@@ -170,9 +173,13 @@ class ConvKernel : public OpKernel {
     bool fast = dnnl_ && x.dtype() == DType::Float && w.dtype() == DType::Float && (!b || b->dtype() == DType::Float);
     Dims phys = dst_blk_ ? kern::blocked_dims(yd, dst_blk_) : yd;
     const int wino = fast ? winograd_takes(x, w, s, yd, r) : 0;
+    // oneDNN computes a fused Relu or Clip with max / min, which turn a NaN into 0 or a bound
+    // (PyTorch and the reference keep it). When NaN may reach this conv (the model makes them, or
+    // this run's inputs hold one), oneDNN runs the bare conv and the post-ops run as written.
+    const bool exact = fast && drops_nan_ && (keep_nan_ || ctx.nonfinite_inputs());
     // A residual that dies here becomes the output: the sum post-op then reads it in place instead
     // of from a copy (oneDNN's sum adds what dst holds).
-    if (!wino && fast && r && r->dtype() == DType::Float && r->dims() == phys && res_blk_ == dst_blk_ && r->numel() > 0 &&
+    if (!wino && fast && !exact && r && r->dtype() == DType::Float && r->dims() == phys && res_blk_ == dst_blk_ && r->numel() > 0 &&
         ctx.input_reusable(3)) {
       Tensor yt = *r;
       ctx.set_output(0, RValue(yt));
@@ -186,14 +193,20 @@ class ConvKernel : public OpKernel {
       dw_->run(x.data<float>(), xd[0], xd[2], xd[3], y.data<float>(), yd[2], yd[3], s.g.stride[0], ctx.threads());
       return;
     }
-    if (fast && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) return;
+    if (fast && !exact && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) return;
     // Reference path: plain tensors in and out, converted when the neighbours are blocked; released
     // weights rebuilt from the packed copy.
     const Tensor wp = dnnl_ && !w.raw() && w.numel() > 0 ? dnnl_->plain_weights() : w;
     Tensor xp = plain_of(x, src_blk_, xd[1]);
     Tensor yp = dst_blk_ ? Tensor(x.dtype(), yd) : y;
-    bool head_ran = false;  // the conv and the post-ops before the sum ran on oneDNN
-    if (fast && yp.numel() > 0 && head_len() < post_.size()) {
+    size_t head_ran = 0;  // the conv (1) and this many post-ops ran on oneDNN, plus one
+    if (fast && yp.numel() > 0 && exact) {
+      std::call_once(bare_once_, [this] {
+        bare_ = std::make_unique<kern::DnnlConv>(false, group_);
+        bare_->set_layout(src_blk_, 0, 0);
+      });
+      head_ran = bare_->run(x, wp, b, s.g, yp) ? 1 : 0;
+    } else if (fast && yp.numel() > 0 && head_len() < post_.size()) {
       // What oneDNN refused is most likely the sum (a residual that broadcasts, e.g. a bias-like
       // Add): keep the conv and the post-ops before the sum on oneDNN, do the rest plainly.
       std::call_once(head_once_, [this] {
@@ -201,7 +214,7 @@ class ConvKernel : public OpKernel {
             false, group_, std::vector<kern::ConvPostOp>(post_.begin(), post_.begin() + static_cast<long>(head_len())));
         head_->set_layout(src_blk_, 0, 0);
       });
-      head_ran = head_->run(x, wp, b, s.g, yp);
+      head_ran = head_->run(x, wp, b, s.g, yp) ? 1 + head_len() : 0;
     }
     if (!head_ran) {
       Geom g3 = s.g.as_3d();
@@ -212,7 +225,7 @@ class ConvKernel : public OpKernel {
     if (!post_.empty()) {
       if (x.dtype() != DType::Float) ctx.fail("fused post-ops need f32, got " + std::string(dtype_name(x.dtype())));
       Tensor rp = r && res_blk_ ? plain_of(*r, res_blk_, s.m) : Tensor();
-      yp = kern::apply_post_ops_ref(ctx, post_, yp, r && res_blk_ ? &rp : r, head_ran ? head_len() : 0);
+      yp = kern::apply_post_ops_ref(ctx, post_, yp, r && res_blk_ ? &rp : r, head_ran ? head_ran - 1 : 0);
     }
     if (dst_blk_) {
       kern::to_blocked(yp, ctx.allocate_output_uninit(0, DType::Float, kern::blocked_dims(yp.dims(), dst_blk_)));
@@ -233,6 +246,10 @@ class ConvKernel : public OpKernel {
   std::once_flag wino_once_;
   Tensor const_w_, const_b_;  // constant weights (and bias) of a conv that qualifies for Winograd
   std::once_flag head_once_;              // runs on several threads may reach it at once
+  std::unique_ptr<kern::DnnlConv> bare_;  // the conv without post-ops, for runs that keep NaN
+  std::once_flag bare_once_;
+  bool keep_nan_;          // the model may make NaN before this conv (optimize.h)
+  bool drops_nan_ = false;  // a post-op oneDNN computes with max / min
 
   // Whether this run goes to Winograd: its constant weights, a geometry it takes, activations
   // blocked by 16 or plain, and a residual of the output's own dims.

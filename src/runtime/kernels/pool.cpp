@@ -97,6 +97,7 @@ class PoolKernel : public OpKernel {
     }
     if (attrs_.kernel.empty()) throw Error(n.describe() + ": kernel_shape is required");
     blk_ = n.attr_int("block", 0);
+    keep_nan_ = n.attr_int("keep_nan", 0) != 0;
     channels_ = n.attr_int("channels", 0);
     if (blk_ && (!info.fast_paths || attrs_.kernel.size() != 2 || channels_ < 1))
       throw Error(n.describe() + ": blocked layouts need fast paths, a 2-d window and a channel count");
@@ -116,7 +117,7 @@ class PoolKernel : public OpKernel {
     bool want_idx = kind_ == Kind::Max && ctx.num_outputs() > 1 && ctx.has_output(1);
     Tensor* idx = want_idx ? &ctx.allocate_output(1, DType::Int64, y.dims()) : nullptr;
     if (y.numel() == 0) return;
-    if (dnnl_ && !idx && x.dtype() == DType::Float && dnnl_->run(x, g, y)) return;
+    if (dnnl_ && !idx && x.dtype() == DType::Float && !exact(ctx) && dnnl_->run(x, g, y)) return;
     Geom g3 = g.as_3d();
     int64_t planes = x.dim(0) * x.dim(1);
     dispatch_dtype(x.dtype(), [&](auto tag) {
@@ -144,12 +145,15 @@ class PoolKernel : public OpKernel {
     yd.insert(yd.end(), g.out.begin(), g.out.end());
     Tensor& y = ctx.allocate_output_uninit(0, DType::Float, kern::blocked_dims(yd, blk_));
     if (y.numel() == 0) return;
-    if (dnnl_ && dnnl_->run(x, g, y, blk_, channels_)) return;
+    if (dnnl_ && !exact(ctx) && dnnl_->run(x, g, y, blk_, channels_)) return;
     Tensor xp = Tensor::uninitialized(DType::Float, xd), yp = Tensor::uninitialized(DType::Float, yd);
     kern::to_plain(x, xp);
     run_typed<float>(xp.data<float>(), yp.data<float>(), nullptr, xd[0] * xd[1], g.as_3d(), ctx.threads());
     kern::to_blocked(yp, y);
   }
+
+  // oneDNN's max pooling skips a NaN (PyTorch returns it): runs NaN may reach take the reference.
+  bool exact(const KernelContext& ctx) const { return kind_ == Kind::Max && (keep_nan_ || ctx.nonfinite_inputs()); }
 
   template <typename T>
   void run_typed(const T* x, T* y, int64_t* idx, int64_t planes, const Geom& g, int threads) const {
@@ -164,7 +168,8 @@ class PoolKernel : public OpKernel {
         for_window(g, o0, o1, o2, [&](int64_t i0, int64_t i1, int64_t i2) {
           int64_t flat = (i0 * g.in[1] + i1) * g.in[2] + i2;
           A v = static_cast<A>(xp[flat]);
-          if (at < 0 || v > best) {
+          // A NaN wins, as in PyTorch (v != v: NaN; the last one's position is reported).
+          if (at < 0 || v > best || v != v) {
             best = v;
             // storage_order 1 numbers positions column-major.
             at = storage_order_ ? i0 + (i1 + i2 * g.in[1]) * g.in[0] : flat;
@@ -196,6 +201,7 @@ class PoolKernel : public OpKernel {
   int64_t storage_order_ = 0;
   double p_ = 2.0;
   int64_t blk_ = 0, channels_ = 0;
+  bool keep_nan_ = false;  // NaN may reach this pool from inside the model (optimize.h)
   std::unique_ptr<kern::DnnlPool> dnnl_;
 };
 
@@ -240,7 +246,10 @@ class GlobalPoolKernel : public OpKernel {
             const T* s = xp + p * sz;
             if (kind_ == PoolKernel::Kind::Max) {
               A best = static_cast<A>(s[0]);
-              for (int64_t i = 1; i < sz; ++i) best = std::max(best, static_cast<A>(s[i]));
+              for (int64_t i = 1; i < sz; ++i) {
+                A v = static_cast<A>(s[i]);
+                if (v > best || v != v) best = v;  // a NaN wins and stays, as in PyTorch
+              }
               yp[p] = T(best);
             } else if (kind_ == PoolKernel::Kind::Avg) {
               A sum = 0;
