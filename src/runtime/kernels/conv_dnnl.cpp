@@ -263,6 +263,7 @@ struct DnnlConv::Impl {
     memory::desc scratchpad;
     bool src_re = false, dst_re = false, wei_re = false, res_re = false;
     Reorder src_r, dst_r, res_r;
+    int threads = 1;  // made and run on this many (kern::threads_for)
   };
   // Entries are shared so that clearing the cache never frees one another thread is running;
   // `mu` guards the cache and `packed`, never the execution.
@@ -424,9 +425,20 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
   else if (!residual || residual->dtype() != DType::Float ||
            residual->dims() != (s.res_blk ? blocked_dims(yd, s.res_blk) : yd))
     return false;
+  // Small convs run on one thread when waking another costs more than it saves; the primitive
+  // is made under the same limit (oneDNN fixes its partitioning when it makes one), so the
+  // thread count is part of the cache key. Multiply-adds: each output (input, when transposed)
+  // element meets one output (input) channel's share of the weights.
+  const Dims& per = s.transpose ? xd : yd;
+  double macs = static_cast<double>(w.numel()) / static_cast<double>(std::max<int64_t>(1, per[1]));
+  for (int64_t d : per) macs *= static_cast<double>(d);
+  const int threads = threads_for(omp_get_max_threads(),
+                                  work_us(2 * macs, 4.0 * static_cast<double>(x.numel() + y.numel() + w.numel())));
+  OmpThreadLimit limit(threads);
   Dims key = x.dims();
   key.insert(key.end(), w.dims().begin(), w.dims().end());
   key.push_back(b ? 1 : 0);
+  key.push_back(threads);
   std::shared_ptr<const Impl::Entry> found;
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -437,6 +449,7 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
     // Built outside the lock (primitive creation is slow); two threads may both build one.
     auto made = std::make_shared<Impl::Entry>();
     Impl::Entry& e = *made;
+    e.threads = threads;
     try {
       auto pd = s.pick_pd(xd, w.dims(), b != nullptr, g, yd);
       e.prim = dnnl::primitive(pd);
