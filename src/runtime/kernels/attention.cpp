@@ -289,9 +289,11 @@ class AttentionKernel : public OpKernel {
     size_t pad = prod ? std::max(prod->scores_pad.get_size(), prod->context_pad.get_size()) : 0;
     const int64_t ldk = (Skv + 15) / 16 * 16, ys = H * Dv;
     // For a "where" mask, 1 + the last key each of its distinct rows leaves unmasked (0: none).
+    // Not when the run's inputs hold a NaN or an infinity: a hidden key's weight is 0, but 0 times
+    // a NaN or infinite value of V is NaN, as PyTorch computes it, so every key is computed.
     std::vector<int64_t> vis;
     const int64_t mb = ms[0] ? B : 1, mh = ms[1] ? H : 1, mq = ms[2] ? Sq : 1;
-    if (own && mt && mask_ == Mask::Where) {
+    if (own && mt && mask_ == Mask::Where && !ctx.nonfinite_inputs()) {
       vis.resize(static_cast<size_t>(mb * mh * mq));
       for (int64_t b = 0; b < mb; ++b)
         for (int64_t h = 0; h < mh; ++h)
