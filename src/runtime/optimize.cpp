@@ -641,7 +641,7 @@ class Fuser {
         if (tensor_has_nonfinite(init.tensor)) nonfinite_.insert(init.name);
       auto tainted = [&](const std::string& v) { return !v.empty() && nonfinite_.count(v) > 0; };
       for (const Node& n : g_.nodes) {
-        bool known = default_domain(n) ? passes.count(n.op_type) > 0
+        bool known = default_domain(n) ? passes.count(n.op_type) > 0 || safe_power_or_division(n)
                                        : n.domain == kInternalDomain && internal.count(n.op_type) > 0;
         bool bad = !known || std::any_of(n.inputs.begin(), n.inputs.end(), tainted);
         if (n.op_type == "Constant" && default_domain(n)) {
@@ -652,6 +652,20 @@ class Fuser {
       }
     }
     return std::any_of(values.begin(), values.end(), [&](const std::string& v) { return !v.empty() && nonfinite_.count(v); });
+  }
+
+  // Div by a constant of finite, non-zero values (an input scaled by 1/255, normalized by a std)
+  // and Pow to a constant whole non-negative exponent make no NaN or infinity from finite values.
+  bool safe_power_or_division(const Node& n) const {
+    if ((n.op_type != "Div" && n.op_type != "Pow") || n.inputs.size() != 2) return false;
+    const Tensor* c = constant(n.inputs[1]);
+    if (!c || !c->raw() || (c->dtype() != DType::Float && c->dtype() != DType::Double)) return false;
+    for (int64_t i = 0; i < c->numel(); ++i) {
+      const double v = c->as_double(i);
+      if (!std::isfinite(v)) return false;
+      if (n.op_type == "Div" ? v == 0 : (v < 0 || v != std::floor(v))) return false;
+    }
+    return true;
   }
 
   static bool tensor_has_nonfinite(const Tensor& t) {

@@ -55,10 +55,11 @@
 // graph output, so the names that remain carry the same values as in the unfused graph.
 // `keep_nan` = 1 marks a FusedConv with a Relu (slope 0) or Clip post-op whose inputs may hold a
 // NaN or an infinity even when the run's inputs do not (a constant holds one, or an op such as
-// Div, Log, Sqrt, Exp or one of another domain lies upstream): oneDNN's max / min would turn a NaN
-// into a number, so its post-ops run as written. Runs whose inputs hold one do the same
-// (KernelContext::nonfinite_inputs). A MaxPool (and the BlockedPool it may become) takes the same
-// mark on the same terms: oneDNN's max pooling skips a NaN that PyTorch would return.
+// Log, Sqrt, Exp, a Div by anything but non-zero constants, or an op of another domain lies
+// upstream): oneDNN's max / min would turn a NaN into a number, so its post-ops run as written.
+// Runs whose inputs hold one do the same (KernelContext::nonfinite_inputs). A MaxPool (and the
+// BlockedPool it may become) takes the same mark on the same terms: oneDNN's max pooling skips a
+// NaN that PyTorch would return.
 //
 // Then activations between 2-d convs go channel-blocked (attributes src_block / dst_block /
 // res_block = oneDNN's block size), under new names "<name>#blocked"; any other reader gets the

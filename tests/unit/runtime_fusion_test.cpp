@@ -203,10 +203,13 @@ TEST(RuntimeFusion, NaNMadeInsideTheModelStaysNaN) {
       EXPECT_EQ(n.attr_int("keep_nan", 0), 1) << variant;
     }
   }
-  // Neg passes NaN on and makes none: no mark, the conv stays on the fused path.
+  // Neg passes NaN on and makes none, nor does a Div by a constant of non-zero values (an input
+  // scaled by 1/255): no mark, the conv stays on the fused path.
   Builder b;
   b.input("x", {1, 16, 9, 9});
-  b.add(test::make_node("Neg", {"x"}, {"s"}));
+  b.init("scale", Tensor::scalar<float>(255.0f));
+  b.add(test::make_node("Div", {"x", "scale"}, {"d"}));
+  b.add(test::make_node("Neg", {"d"}, {"s"}));
   b.init("w", random_uniform(g, {16, 16, 3, 3}));
   b.add(test::make_node("Conv", {"s", "w"}, {"c"}));
   add_tail(b, Tail::Relu);
@@ -216,6 +219,12 @@ TEST(RuntimeFusion, NaNMadeInsideTheModelStaysNaN) {
   for (const Node& n : g2.nodes) {
     if (n.op_type != "FusedConv") continue;
     EXPECT_FALSE(n.has_attr("keep_nan"));
+  }
+  // A Div by a computed value (x / x is NaN at 0) does mark it.
+  b.m.graph.nodes[0].inputs[1] = "x";
+  for (const Node& n : rewritten(b.m).nodes) {
+    if (n.op_type != "FusedConv") continue;
+    EXPECT_EQ(n.attr_int("keep_nan", 0), 1);
   }
 }
 
