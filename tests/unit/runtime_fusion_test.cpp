@@ -175,8 +175,10 @@ TEST(RuntimeFusion, FusedMatchesReferenceOnRandomShapes) {
 // NaN on is not marked (its runs check their inputs instead).
 TEST(RuntimeFusion, NaNMadeInsideTheModelStaysNaN) {
   std::mt19937 g(17);
-  for (int variant = 0; variant < 4; ++variant) {
-    const bool weight_nan = variant >= 2, clip = variant % 2 == 1;
+  for (int variant = 0; variant < 6; ++variant) {
+    // 0-3: Relu or Clip after Sqrt or a NaN weight; 4, 5: Relu then a residual Add, and the Add
+    // then Relu (oneDNN computes the part of the chain before the Relu, the rest runs after it).
+    const bool weight_nan = variant == 2 || variant == 3, clip = variant == 1 || variant == 3;
     Builder b;
     b.input("x", {1, 16, 9, 9});
     b.add(test::make_node(weight_nan ? "Neg" : "Sqrt", {"x"}, {"s"}));
@@ -184,12 +186,14 @@ TEST(RuntimeFusion, NaNMadeInsideTheModelStaysNaN) {
     if (weight_nan) w.data<float>()[5 * 144 + 7] = std::nanf("");
     b.init("w", w);
     b.add(test::make_node("Conv", {"s", "w"}, {"c"}, {Attribute::make_ints("pads", {1, 1, 1, 1})}));
-    add_tail(b, clip ? Tail::Clip : Tail::Relu);
+    add_tail(b, variant == 4 ? Tail::ReluAdd : variant == 5 ? Tail::AddRelu : clip ? Tail::Clip : Tail::Relu);
+    if (variant >= 4) b.input("r", {1, 16, 9, 9});
     b.init("w2", random_uniform(g, {16, 16, 1, 1}));
     b.add(test::make_node("Conv", {"out", "w2"}, {"y"}));
     b.output("y");
     Tensor x = random_uniform(g, {1, 16, 9, 9});  // values of both signs: Sqrt makes NaNs
     std::map<std::string, RValue> feeds{{"x", x}};
+    if (variant >= 4) feeds["r"] = random_uniform(g, {1, 16, 9, 9});
     auto want = run(b.m, false, feeds, 1);
     int nans = 0;
     for (int64_t i = 0; i < want.at("y").tensor.numel(); ++i) nans += std::isnan(want.at("y").tensor.data<float>()[i]);

@@ -7,6 +7,7 @@
 #include <malloc.h>
 #endif
 
+#include "runtime/kernels/avx512_math.h"
 #include "runtime/kernels/conv_depthwise.h"
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/conv_ref.h"
@@ -104,6 +105,33 @@ Tensor plain_of(const Tensor& t, int64_t blk, int64_t c) {
   return p;
 }
 
+T2O_AVX512_WARNINGS_OFF
+
+// Relu / Clip / Sum steps over runs of 16 values blocked by 16 (`planes` runs per block, `Cb`
+// blocks, M real channels: the last block's lanes past M are left at zero), NaN kept.
+T2O_AVX512 void finish_blocked16(float* y, const float* r, int64_t first, int64_t last, int64_t planes, int64_t Cb,
+                                 int64_t M, const kern::ConvPostOp* ops, size_t n) {
+  const __mmask16 tail = M % 16 ? static_cast<__mmask16>((1u << (M % 16)) - 1) : 0xFFFF;
+  for (int64_t j = first; j < last; ++j) {
+    const __mmask16 mask = (j / planes) % Cb == Cb - 1 ? tail : 0xFFFF;
+    __m512 v = _mm512_maskz_loadu_ps(mask, y + j * 16);
+    for (size_t k = 0; k < n; ++k) {
+      const kern::ConvPostOp& op = ops[k];
+      if (op.kind == kern::ConvPostOp::Kind::Sum) {
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, r + j * 16));
+      } else if (op.kind == kern::ConvPostOp::Kind::Clip) {
+        v = kern::clamp512(v, _mm512_set1_ps(op.alpha), _mm512_set1_ps(op.beta));
+      } else {  // Relu: x < 0 ? slope * x : x (NaN is not below zero)
+        const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+        v = _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(op.alpha));
+      }
+    }
+    _mm512_storeu_ps(y + j * 16, _mm512_maskz_mov_ps(mask, v));
+  }
+}
+
+T2O_AVX512_WARNINGS_ON
+
 // Conv, and FusedConv (Conv + post-ops, activations possibly channel-blocked; see optimize.h).
 class ConvKernel : public OpKernel {
  public:
@@ -113,15 +141,22 @@ class ConvKernel : public OpKernel {
         dst_blk_(info.node.attr_int("dst_block", 0)), res_blk_(info.node.attr_int("res_block", 0)),
         keep_nan_(info.node.attr_int("keep_nan", 0) != 0) {
     attrs_.ceil_mode = false;
-    for (const kern::ConvPostOp& p : post_)
-      drops_nan_ |= p.kind == kern::ConvPostOp::Kind::Clip || (p.kind == kern::ConvPostOp::Kind::Relu && p.alpha == 0);
+    for (const kern::ConvPostOp& p : post_) drops_nan_ |= drops_nan(p);
     for (int64_t b : {src_blk_, dst_blk_, res_blk_})
       if (b != 0 && b != 8 && b != 16) throw Error(info.node.describe() + ": block sizes must be 0, 8 or 16");
     if (!info.fast_paths) {
       if (src_blk_ || dst_blk_ || res_blk_) throw Error(info.node.describe() + ": blocked layouts need fast paths");
       return;
     }
-    dnnl_ = std::make_unique<kern::DnnlConv>(false, group_, post_);
+    // A conv NaN may reach from inside the model (keep_nan): oneDNN computes the post-ops before
+    // the first Relu-0 / Clip, the rest run after it in a NaN-keeping pass (finish_exact).
+    split_ = post_.size();
+    if (keep_nan_ && drops_nan_) {
+      split_ = 0;
+      while (!drops_nan(post_[split_])) ++split_;
+    }
+    dnnl_ = std::make_unique<kern::DnnlConv>(
+        false, group_, std::vector<kern::ConvPostOp>(post_.begin(), post_.begin() + static_cast<long>(split_)));
     dnnl_->set_layout(src_blk_, dst_blk_, res_blk_);
     const Tensor* w = info.constant_input(1);
     // A run-time bias is passed at each run; only the weight must be constant to prepack.
@@ -179,11 +214,16 @@ class ConvKernel : public OpKernel {
     const bool exact = fast && drops_nan_ && (keep_nan_ || ctx.nonfinite_inputs());
     // A residual that dies here becomes the output: the sum post-op then reads it in place instead
     // of from a copy (oneDNN's sum adds what dst holds).
-    if (!wino && fast && !exact && r && r->dtype() == DType::Float && r->dims() == phys && res_blk_ == dst_blk_ && r->numel() > 0 &&
+    // With keep_nan, oneDNN runs the head of the chain and the rest follows over y.
+    const bool split = fast && split_ < post_.size() && finish_exact_ok(r, phys);
+    if (!wino && fast && (!exact || (split && !sum_after_split())) && r && r->dtype() == DType::Float && r->dims() == phys && res_blk_ == dst_blk_ && r->numel() > 0 &&
         ctx.input_reusable(3)) {
       Tensor yt = *r;
       ctx.set_output(0, RValue(yt));
-      if (dnnl_->run(x, w, b, s.g, yt, r)) return;  // on false nothing was written
+      if (dnnl_->run(x, w, b, s.g, yt, r)) {  // on false nothing was written
+        if (split) finish_exact(ctx, yt, r, yd);
+        return;
+      }
     }
     // Every element is written by the conv, so the output need not be zeroed first.
     Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), phys);
@@ -195,7 +235,10 @@ class ConvKernel : public OpKernel {
                kern::threads_for(ctx.threads(), us));
       return;
     }
-    if (fast && !exact && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) return;
+    if (fast && (!exact || split) && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) {
+      if (split) finish_exact(ctx, y, r, yd);
+      return;
+    }
     // Reference path: plain tensors in and out, converted when the neighbours are blocked; released
     // weights rebuilt from the packed copy.
     const Tensor wp = dnnl_ && !w.raw() && w.numel() > 0 ? dnnl_->plain_weights() : w;
@@ -252,6 +295,61 @@ class ConvKernel : public OpKernel {
   std::once_flag bare_once_;
   bool keep_nan_;          // the model may make NaN before this conv (optimize.h)
   bool drops_nan_ = false;  // a post-op oneDNN computes with max / min
+  size_t split_ = 0;        // oneDNN computes post_[0, split_), finish_exact the rest
+
+  static bool drops_nan(const kern::ConvPostOp& p) {
+    return p.kind == kern::ConvPostOp::Kind::Clip || (p.kind == kern::ConvPostOp::Kind::Relu && p.alpha == 0);
+  }
+  bool sum_after_split() const {
+    for (size_t i = split_; i < post_.size(); ++i)
+      if (post_[i].kind == kern::ConvPostOp::Kind::Sum) return true;
+    return false;
+  }
+  // The rest of the chain can run over y: a residual it adds is laid out as y.
+  bool finish_exact_ok(const Tensor* r, const Dims& phys) const {
+    return !sum_after_split() || (r && r->dtype() == DType::Float && r->dims() == phys && res_blk_ == dst_blk_);
+  }
+  // post_[split_, end) over y (plain, or blocked with channels past M left at zero), NaN kept:
+  // runs of `blk` values (a pixel's block) or of the whole row, each op over the run in turn.
+  void finish_exact(const KernelContext& ctx, Tensor& y, const Tensor* r, const Dims& yd) const {
+    const int64_t blk = dst_blk_, M = yd[1];
+    const int64_t run = blk ? blk : yd.size() > 2 ? y.numel() / (yd[0] * yd[1]) : 1;
+    const int64_t runs = y.numel() / std::max<int64_t>(1, run);
+    const int64_t plane = blk ? y.numel() / (y.dim(0) * y.dim(1) * blk) : 1, Cb = blk ? y.dim(1) : 1;
+    float* yp = y.data<float>();
+    const float* rp = r ? r->data<float>() : nullptr;
+    bool simple = blk == 16 && __builtin_cpu_supports("avx512f");
+    for (size_t k = split_; k < post_.size(); ++k)
+      simple &= post_[k].kind == kern::ConvPostOp::Kind::Sum || post_[k].kind == kern::ConvPostOp::Kind::Clip ||
+                post_[k].kind == kern::ConvPostOp::Kind::Relu;
+    if (simple) {
+      kern::parallel_for(runs, ctx.threads(), 256, [&](int64_t b0, int64_t e0) {
+        finish_blocked16(yp, rp, b0, e0, plane, Cb, M, post_.data() + split_, post_.size() - split_);
+      });
+      return;
+    }
+    kern::parallel_for(runs, ctx.threads(), std::max<int64_t>(1, 4096 / run), [&](int64_t b0, int64_t e0) {
+      for (int64_t j = b0; j < e0; ++j) {
+        // Real channels of this run: all, or those of its block below M.
+        const int64_t len = blk ? std::min<int64_t>(blk, M - (j / plane % Cb) * blk) : run;
+        float* v = yp + j * run;
+        const float* rv = rp ? rp + j * run : nullptr;
+        for (size_t k = split_; k < post_.size(); ++k) {
+          const kern::ConvPostOp& op = post_[k];
+          if (op.kind == kern::ConvPostOp::Kind::Sum) {
+            for (int64_t i = 0; i < len; ++i) v[i] += rv[i];
+          } else if (op.kind == kern::ConvPostOp::Kind::Clip) {
+            // Comparisons are false for NaN: it stays.
+            for (int64_t i = 0; i < len; ++i) v[i] = v[i] < op.alpha ? op.alpha : v[i] > op.beta ? op.beta : v[i];
+          } else if (op.kind == kern::ConvPostOp::Kind::Relu) {
+            for (int64_t i = 0; i < len; ++i) v[i] = v[i] < 0 ? op.alpha * v[i] : v[i];
+          } else {
+            for (int64_t i = 0; i < len; ++i) v[i] = op.apply(v[i]);
+          }
+        }
+      }
+    });
+  }
 
   // Whether this run goes to Winograd: its constant weights, a geometry it takes, activations
   // blocked by 16 or plain, and a residual of the output's own dims.
