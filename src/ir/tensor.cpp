@@ -90,6 +90,30 @@ void reserve_memory(size_t bytes) {
 
 void release_memory(size_t bytes) { g_used.fetch_sub(bytes); }
 
+namespace {
+
+// Whether any of n values has all its exponent bits set (NaN or infinity).
+template <typename U>
+bool any_exponent_all_ones(const void* data, int64_t n, U exponent) {
+  const U* p = static_cast<const U*>(data);
+  bool any = false;
+  for (int64_t i = 0; i < n; ++i) any |= (p[i] & exponent) == exponent;
+  return any;
+}
+
+}  // namespace
+
+bool Tensor::has_nonfinite() const {
+  if (!data_) return false;
+  switch (dtype_) {
+    case DType::Float: return any_exponent_all_ones<uint32_t>(data_, numel_, 0x7f800000u);
+    case DType::Double: return any_exponent_all_ones<uint64_t>(data_, numel_, 0x7ff0000000000000ull);
+    case DType::Float16: return any_exponent_all_ones<uint16_t>(data_, numel_, 0x7c00u);
+    case DType::BFloat16: return any_exponent_all_ones<uint16_t>(data_, numel_, 0x7f80u);
+    default: return false;
+  }
+}
+
 std::string dims_to_string(const Dims& dims) {
   if (dims.empty()) return "scalar";
   std::string s;

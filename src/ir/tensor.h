@@ -101,6 +101,8 @@ class Tensor {
   int64_t as_int(int64_t i) const;
   // Exact equality of dtype, dims and bytes (NaN payloads compared bitwise).
   bool equals(const Tensor& o) const;
+  // Whether a floating-point element is NaN or infinite (false for other dtypes and without data).
+  bool has_nonfinite() const;
 
  private:
   void check_type(DType want) const;

@@ -173,37 +173,14 @@ std::set<std::string> subgraph_reads(const Node& n) {
   return reads;
 }
 
-}  // namespace
-
-namespace {
-
-// Whether any element of a floating-point value is NaN or infinite (all exponent bits set).
-template <typename U>
-bool any_nonfinite_bits(const void* data, int64_t n, U exponent) {
-  const U* p = static_cast<const U*>(data);
-  bool any = false;
-  for (int64_t i = 0; i < n; ++i) any |= (p[i] & exponent) == exponent;
-  return any;
-}
-
-bool has_nonfinite(const Tensor& t) {
-  if (!t.raw()) return false;
-  switch (t.dtype()) {
-    case DType::Float: return any_nonfinite_bits<uint32_t>(t.raw(), t.numel(), 0x7f800000u);
-    case DType::Double: return any_nonfinite_bits<uint64_t>(t.raw(), t.numel(), 0x7ff0000000000000ull);
-    case DType::Float16: return any_nonfinite_bits<uint16_t>(t.raw(), t.numel(), 0x7c00u);
-    case DType::BFloat16: return any_nonfinite_bits<uint16_t>(t.raw(), t.numel(), 0x7f80u);
-    default: return false;
-  }
-}
-
+// Whether a floating-point element of a value is NaN or infinite.
 bool has_nonfinite(const RValue& v) {
   switch (v.kind) {
-    case RValue::Kind::Tensor: return has_nonfinite(v.tensor);
+    case RValue::Kind::Tensor: return v.tensor.has_nonfinite();
     case RValue::Kind::Sequence:
-      return std::any_of(v.sequence.begin(), v.sequence.end(), [](const Tensor& t) { return has_nonfinite(t); });
+      return std::any_of(v.sequence.begin(), v.sequence.end(), [](const Tensor& t) { return t.has_nonfinite(); });
     case RValue::Kind::Optional: return v.element && has_nonfinite(*v.element);
-    case RValue::Kind::Map: return has_nonfinite(v.map_values);
+    case RValue::Kind::Map: return v.map_values.has_nonfinite();
     case RValue::Kind::None: return false;
   }
   return false;
@@ -224,7 +201,7 @@ struct RunInputs {
       for (size_t i = 0; !any && i < graph.initializers.size(); ++i) {
         const Initializer& init = graph.initializers[i];
         auto it = slots.find(init.name);
-        if (it != slots.end() && !is_const[static_cast<size_t>(it->second)]) any = has_nonfinite(init.tensor);
+        if (it != slots.end() && !is_const[static_cast<size_t>(it->second)]) any = init.tensor.has_nonfinite();
       }
       nonfinite = any ? 1 : 0;
     }

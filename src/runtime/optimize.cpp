@@ -618,8 +618,8 @@ class Fuser {
 
   // Whether one of `values` may hold a NaN or an infinity in a run whose inputs are all finite:
   // a constant that holds one, or a value computed through an op that can make one from finite
-  // values (Div, Log, Sqrt, Pow, Exp, ...; an op of another domain; a control-flow op). The ops
-  // below only pass non-finite values on (overflow aside). Runs whose inputs hold a NaN or an
+  // values (Log, Sqrt, Exp, Div or Pow but those of safe_power_or_division, ...; an op of another
+  // domain; a control-flow op). The ops below only pass non-finite values on (overflow aside). Runs whose inputs hold a NaN or an
   // infinity are told at run time (KernelContext::nonfinite_inputs).
   bool may_be_nonfinite(const std::vector<std::string>& values) {
     if (!nonfinite_ready_) {
@@ -638,19 +638,21 @@ class Fuser {
       static const std::set<std::string> internal = {"FusedConv", "FusedMatMul", "Attention", "HalfToFloat",
                                                      "QuantDequant", "Int8Conv", "Int8MatMul"};
       for (const Initializer& init : g_.initializers)
-        if (tensor_has_nonfinite(init.tensor)) nonfinite_.insert(init.name);
-      auto tainted = [&](const std::string& v) { return !v.empty() && nonfinite_.count(v) > 0; };
+        if (init.tensor.has_nonfinite()) nonfinite_.insert(init.name);
       for (const Node& n : g_.nodes) {
         bool known = default_domain(n) ? passes.count(n.op_type) > 0 || safe_power_or_division(n)
                                        : n.domain == kInternalDomain && internal.count(n.op_type) > 0;
-        bool bad = !known || std::any_of(n.inputs.begin(), n.inputs.end(), tainted);
+        bool bad = !known || any_tainted(n.inputs);
         if (n.op_type == "Constant" && default_domain(n)) {
           const Tensor* t = n.attr_tensor("value");
-          bad = !t || tensor_has_nonfinite(*t);
+          bad = !t || t->has_nonfinite();
         }
         if (bad) nonfinite_.insert(n.outputs.begin(), n.outputs.end());
       }
     }
+    return any_tainted(values);
+  }
+  bool any_tainted(const std::vector<std::string>& values) const {
     return std::any_of(values.begin(), values.end(), [&](const std::string& v) { return !v.empty() && nonfinite_.count(v); });
   }
 
@@ -666,20 +668,6 @@ class Fuser {
       if (n.op_type == "Div" ? v == 0 : (v < 0 || v != std::floor(v))) return false;
     }
     return true;
-  }
-
-  static bool tensor_has_nonfinite(const Tensor& t) {
-    if (!t.raw()) return false;
-    if (t.dtype() == DType::Float) {  // exponent bits all set: NaN or infinity
-      const uint32_t* p = static_cast<const uint32_t*>(t.raw());
-      bool any = false;
-      for (int64_t i = 0; i < t.numel(); ++i) any |= (p[i] & 0x7f800000u) == 0x7f800000u;
-      return any;
-    }
-    if (t.dtype() != DType::Double && t.dtype() != DType::Float16 && t.dtype() != DType::BFloat16) return false;
-    for (int64_t i = 0; i < t.numel(); ++i)
-      if (!std::isfinite(t.as_double(i))) return true;
-    return false;
   }
 
   Model& m_;

@@ -209,8 +209,9 @@ class ConvKernel : public OpKernel {
     Dims phys = dst_blk_ ? kern::blocked_dims(yd, dst_blk_) : yd;
     const int wino = fast ? winograd_takes(x, w, s, yd, r) : 0;
     // oneDNN computes a fused Relu or Clip with max / min, which turn a NaN into 0 or a bound
-    // (PyTorch and the reference keep it). When NaN may reach this conv (the model makes them, or
-    // this run's inputs hold one), oneDNN runs the bare conv and the post-ops run as written.
+    // (PyTorch and the reference keep it). When NaN may reach this conv: with keep_nan, oneDNN
+    // runs the chain before the first of them and finish_exact the rest; in other runs whose
+    // inputs hold a NaN, oneDNN runs the bare conv and the post-ops run as written.
     const bool exact = fast && drops_nan_ && (keep_nan_ || ctx.nonfinite_inputs());
     // A residual that dies here becomes the output: the sum post-op then reads it in place instead
     // of from a copy (oneDNN's sum adds what dst holds).
@@ -318,7 +319,7 @@ class ConvKernel : public OpKernel {
     const int64_t plane = blk ? y.numel() / (y.dim(0) * y.dim(1) * blk) : 1, Cb = blk ? y.dim(1) : 1;
     float* yp = y.data<float>();
     const float* rp = r ? r->data<float>() : nullptr;
-    bool simple = blk == 16 && __builtin_cpu_supports("avx512f");
+    bool simple = blk == 16;  // blocks of 16 only with AVX-512 (kern::channel_block)
     for (size_t k = split_; k < post_.size(); ++k)
       simple &= post_[k].kind == kern::ConvPostOp::Kind::Sum || post_[k].kind == kern::ConvPostOp::Kind::Clip ||
                 post_[k].kind == kern::ConvPostOp::Kind::Relu;

@@ -263,7 +263,6 @@ struct DnnlConv::Impl {
     memory::desc scratchpad;
     bool src_re = false, dst_re = false, wei_re = false, res_re = false;
     Reorder src_r, dst_r, res_r;
-    int threads = 1;  // made and run on this many (kern::threads_for)
   };
   // Entries are shared so that clearing the cache never frees one another thread is running;
   // `mu` guards the cache and `packed`, never the execution.
@@ -449,7 +448,6 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
     // Built outside the lock (primitive creation is slow); two threads may both build one.
     auto made = std::make_shared<Impl::Entry>();
     Impl::Entry& e = *made;
-    e.threads = threads;
     try {
       auto pd = s.pick_pd(xd, w.dims(), b != nullptr, g, yd);
       e.prim = dnnl::primitive(pd);

@@ -241,7 +241,8 @@ class GlobalPoolKernel : public OpKernel {
         using A = acc_t<T>;
         const T* xp = x.data<T>();
         T* yp = y.data<T>();
-        kern::parallel_for(planes, kern::threads_for(ctx.threads(), kern::work_us(0, 4.0 * static_cast<double>(x.numel()))), 16, [&](int64_t b, int64_t e) {
+        const int threads = kern::threads_for(ctx.threads(), kern::work_us(0, 4.0 * static_cast<double>(x.numel())));
+        kern::parallel_for(planes, threads, 16, [&](int64_t b, int64_t e) {
           for (int64_t p = b; p < e; ++p) {
             const T* s = xp + p * sz;
             if (kind_ == PoolKernel::Kind::Max) {
