@@ -74,6 +74,33 @@ TEST(RuntimeMatmul, GemmDifferentialRandomShapes) {
   }
 }
 
+// Up to four rows times constant weights take a panel loop over oneDNN's packed copy: every
+// row count, K odd and even, N within one 64-column panel, across several and with a partial
+// last one, each of Gemm's epilogues (alpha, beta with C as a row or a full matrix), transposed A.
+TEST(RuntimeMatmul, FewRowsTimesConstantWeights) {
+  std::mt19937 rng(13);
+  int it = 0;
+  for (int64_t M : {1, 2, 3, 4, 5})
+    for (int64_t K : {1, 7, 300})
+      for (int64_t N : {3, 64, 130, 1000}) {
+        ++it;
+        bool ta = it % 3 == 0, tb = it % 2 == 0;
+        int c_kind = it % 3;  // none, (N), (M,N)
+        float alpha = it % 4 == 0 ? 0.5f : 1.0f, beta = it % 5 == 0 ? 1.0f : 2.0f;
+        std::vector<In> ins{{"a", random_normal(rng, ta ? Dims{K, M} : Dims{M, K})},
+                            {"b", random_normal(rng, tb ? Dims{N, K} : Dims{K, N}), true}};
+        if (c_kind == 1) ins.push_back({"c", random_normal(rng, {N}), true});
+        if (c_kind == 2) ins.push_back({"c", random_normal(rng, {M, N})});
+        SCOPED_TRACE("M " + std::to_string(M) + " K " + std::to_string(K) + " N " + std::to_string(N));
+        differential(one_node("Gemm", ins,
+                              {Attribute::make_int("transA", ta), Attribute::make_int("transB", tb),
+                               Attribute::make_float("alpha", alpha), Attribute::make_float("beta", beta)}),
+                     ins);
+        std::vector<In> mins{{"a", random_normal(rng, {1, M, K})}, {"b", random_normal(rng, {K, N}), true}};
+        differential(one_node("MatMul", mins), mins);
+      }
+}
+
 TEST(RuntimeMatmul, BadShapesThrow) {
   std::mt19937 rng(1);
   std::vector<In> ins{{"a", random_normal(rng, {2, 3})}, {"b", random_normal(rng, {4, 2})}};

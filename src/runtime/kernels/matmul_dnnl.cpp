@@ -3,6 +3,7 @@
 // packed copy is kept for every later run of that shape.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "runtime/kernels/avx512_math.h"
 #include "runtime/kernels/matmul_util.h"
 
 namespace t2o::kern {
@@ -89,6 +91,88 @@ std::shared_ptr<memory> packed_b(DnnlMatmul& m, const memory::desc& want, int64_
   s.wait();
   m.packed.push_back(dst);
   return dst;
+}
+
+// A few rows times the packed constant B, read straight from oneDNN's packed copy when it is the
+// panel layout oneDNN picks for small row counts: N in panels of 64 columns, each panel K rows of
+// 64 contiguous floats (blocks of kb rows, inner blocks kb@K then 64@N). oneDNN's own kernel for
+// a classifier head (1 x 1280 times 1280 x 1000, weights streamed from memory) ran at 13 GB/s
+// here, this loop at 18-19.
+struct PanelLayout {
+  int64_t panel_stride = 0;  // floats from one 64-column panel to the next
+};
+
+bool panel_layout(const memory::desc& d, PanelLayout& out) {
+  const dnnl_memory_desc_t& md = d.data;
+  if (md.ndims != 2 || md.format_kind != dnnl_blocked || md.offset0 != 0) return false;
+  const auto& b = md.format_desc.blocking;
+  if (b.inner_nblks != 2 || b.inner_idxs[0] != 0 || b.inner_idxs[1] != 1 || b.inner_blks[1] != 64) return false;
+  if (b.strides[0] != b.inner_blks[0] * 64) return false;  // K blocks follow each other in a panel
+  out.panel_stride = b.strides[1];
+  return out.panel_stride >= md.padded_dims[0] * 64;
+}
+
+constexpr int64_t kGemvMaxRows = 4;
+
+bool avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
+// acc[r][0..63] = sum_k a[r][k] * panel[k][0..63] for R rows.
+template <int R>
+T2O_AVX512 void gemv_panel(const float* a, int64_t a_row, int64_t a_k, const float* w, int64_t K, float* acc) {
+  __m512 s[R][4], t[R][4];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < 4; ++v) s[r][v] = t[r][v] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 1 < K; k += 2, w += 128) {
+    for (int r = 0; r < R; ++r) {
+      const __m512 x0 = _mm512_set1_ps(a[r * a_row + k * a_k]), x1 = _mm512_set1_ps(a[r * a_row + (k + 1) * a_k]);
+      for (int v = 0; v < 4; ++v) {
+        s[r][v] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(w + 16 * v), s[r][v]);
+        t[r][v] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(w + 64 + 16 * v), t[r][v]);
+      }
+    }
+  }
+  if (k < K)
+    for (int r = 0; r < R; ++r) {
+      const __m512 x0 = _mm512_set1_ps(a[r * a_row + k * a_k]);
+      for (int v = 0; v < 4; ++v) s[r][v] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(w + 16 * v), s[r][v]);
+    }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < 4; ++v) _mm512_storeu_ps(acc + r * 64 + 16 * v, _mm512_add_ps(s[r][v], t[r][v]));
+}
+
+using GemvPanelFn = void (*)(const float*, int64_t, int64_t, const float*, int64_t, float*);
+
+// c[rows, N] as dnnl_matmul_run's oneDNN primitive would compute it: alpha * (a b + bias), then
+// + beta_sum * c, then the erf GELU.
+void packed_gemv(const DnnlMatmul& m, const PanelLayout& lay, const float* w, int64_t rows, int64_t K, int64_t N,
+                 const float* a, const float* bias, float beta_sum, float* c) {
+  static const GemvPanelFn fns[kGemvMaxRows] = {gemv_panel<1>, gemv_panel<2>, gemv_panel<3>, gemv_panel<4>};
+  const GemvPanelFn fn = fns[rows - 1];
+  const int64_t a_row = m.trans_a ? 1 : K, a_k = m.trans_a ? rows : 1;
+  const int64_t panels = (N + 63) / 64;
+  const int threads = threads_for(omp_get_max_threads(), work_us(2.0 * rows * K * N, 4.0 * K * N));
+  parallel_for(panels, threads, 1, [&](int64_t p0, int64_t p1) {
+    alignas(64) float acc[kGemvMaxRows * 64];
+    for (int64_t p = p0; p < p1; ++p) {
+      fn(a, a_row, a_k, w + p * lay.panel_stride, K, acc);
+      const int64_t n0 = p * 64, nn = std::min<int64_t>(64, N - n0);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* y = c + r * N + n0;
+        for (int64_t j = 0; j < nn; ++j) {
+          float v = acc[r * 64 + j];
+          if (bias) v += bias[n0 + j];
+          v *= m.alpha;
+          if (beta_sum != 0.0f) v += beta_sum * y[j];
+          if (m.gelu) v = 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+          y[j] = v;
+        }
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -190,6 +274,12 @@ bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M,
       it = m.cache.emplace(key, std::move(p)).first;
     }
     DnnlMatmul::Prim& p = it->second;
+    PanelLayout lay;
+    if (two_d && p.packed_b && batch_a * M <= kGemvMaxRows && panel_layout(p.w_desc, lay) && avx512()) {
+      packed_gemv(m, lay, static_cast<const float*>(p.packed_b->get_data_handle()), batch_a * M, K, N, a, bias,
+                  beta_sum, c);
+      return true;
+    }
     memory am(a_md, cpu_engine(), const_cast<float*>(a));
     memory cm(c_md, cpu_engine(), c);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_DST, cm}};
