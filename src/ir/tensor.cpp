@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include <immintrin.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -101,12 +102,34 @@ bool any_exponent_all_ones(const void* data, int64_t n, U exponent) {
   return any;
 }
 
+// The float case 64 values at a time (the loop above scanned a 224 x 224 image in about 90 us, a
+// tenth of MobileNetV2's first conv).
+__attribute__((target("avx512f"))) bool any_float_nonfinite_avx512(const uint32_t* p, int64_t n) {
+  const __m512i e = _mm512_set1_epi32(0x7f800000);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __mmask16 m = 0;
+    for (int k = 0; k < 4; ++k) {
+      __m512i v = _mm512_and_si512(_mm512_loadu_si512(p + i + 16 * k), e);
+      m |= _mm512_cmpeq_epi32_mask(v, e);
+    }
+    if (m) return true;
+  }
+  return any_exponent_all_ones<uint32_t>(p + i, n - i, 0x7f800000u);
+}
+
+bool any_float_nonfinite(const void* data, int64_t n) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return any_float_nonfinite_avx512(static_cast<const uint32_t*>(data), n);
+  return any_exponent_all_ones<uint32_t>(data, n, 0x7f800000u);
+}
+
 }  // namespace
 
 bool Tensor::has_nonfinite() const {
   if (!data_) return false;
   switch (dtype_) {
-    case DType::Float: return any_exponent_all_ones<uint32_t>(data_, numel_, 0x7f800000u);
+    case DType::Float: return any_float_nonfinite(data_, numel_);
     case DType::Double: return any_exponent_all_ones<uint64_t>(data_, numel_, 0x7ff0000000000000ull);
     case DType::Float16: return any_exponent_all_ones<uint16_t>(data_, numel_, 0x7c00u);
     case DType::BFloat16: return any_exponent_all_ones<uint16_t>(data_, numel_, 0x7f80u);

@@ -123,3 +123,26 @@ TEST(MiscKernels, BadInputThrows) {
 }
 
 }  // namespace
+
+// Tensor::has_nonfinite (the scan behind KernelContext::nonfinite_inputs) finds a NaN or an
+// infinity at every position of a length that is no multiple of its 64-value steps, and nothing
+// in the largest finite values, denormals and negative zero.
+TEST(TensorScan, HasNonfiniteFindsEveryPosition) {
+  const int64_t n = 64 * 3 + 13;
+  std::vector<float> finite(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const float pick[] = {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::denorm_min(), -0.0f, 1.5f};
+    finite[static_cast<size_t>(i)] = pick[i % 5];
+  }
+  EXPECT_FALSE(Tensor::from_vector<float>(finite, {n}).has_nonfinite());
+  const float bad[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity()};
+  for (int64_t at = 0; at < n; ++at) {
+    std::vector<float> v = finite;
+    v[static_cast<size_t>(at)] = bad[at % 3];
+    EXPECT_TRUE(Tensor::from_vector<float>(v, {n}).has_nonfinite()) << at;
+  }
+  EXPECT_TRUE(Tensor::from_vector<double>({1.0, std::nan("")}, {2}).has_nonfinite());
+  EXPECT_FALSE(Tensor::from_vector<double>({1.0, -0.0}, {2}).has_nonfinite());
+}
