@@ -48,6 +48,31 @@ T2O_AVX512 inline __m512 exp512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+// The erf GELU, 0.5 x (1 + erf(x / sqrt 2)), with erfc(z) for z >= 0 from Abramowitz and Stegun
+// 7.1.26 (t = 1 / (1 + 0.3275911 z), a degree-5 polynomial in t times exp(-z^2); absolute error
+// below 1.5e-7): 1 + erf is 2 - erfc(z) for x >= 0 and erfc(z) below. Where erfc(z) is below
+// float's range (z > 13) it is 0, so -inf gives NaN as the formula does; NaN stays NaN.
+T2O_AVX512 inline __m512 gelu_erf512(__m512 x) {
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f));
+  const __m512 zc = _mm512_min_ps(z, _mm512_set1_ps(13.0f));
+  const __m512 d = _mm512_fmadd_ps(zc, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f));
+  __m512 t = _mm512_rcp14_ps(d);
+  t = _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, _mm512_set1_ps(2.0f)));
+  __m512 p = _mm512_set1_ps(1.061405429f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+  p = _mm512_mul_ps(p, t);
+  const __m512 erfc = _mm512_mul_ps(p, exp512(_mm512_mul_ps(_mm512_sub_ps(zero, zc), zc)));
+  const __mmask16 pos = _mm512_cmp_ps_mask(x, zero, _CMP_GE_OQ);
+  const __mmask16 tiny = _mm512_cmp_ps_mask(z, _mm512_set1_ps(13.0f), _CMP_GT_OQ) & ~pos;
+  __m512 one_plus = _mm512_mask_sub_ps(erfc, pos, _mm512_set1_ps(2.0f), erfc);
+  one_plus = _mm512_mask_mov_ps(one_plus, tiny, zero);
+  return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), one_plus);
+}
+
 T2O_AVX512_WARNINGS_ON
 
 }  // namespace t2o::kern
