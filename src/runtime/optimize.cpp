@@ -619,8 +619,9 @@ class Fuser {
   // Whether one of `values` may hold a NaN or an infinity in a run whose inputs are all finite:
   // a constant that holds one, or a value computed through an op that can make one from finite
   // values (Log, Sqrt, Exp, Div or Pow but those of safe_power_or_division, ...; an op of another
-  // domain; a control-flow op). The ops below only pass non-finite values on (overflow aside). Runs whose inputs hold a NaN or an
-  // infinity are told at run time (KernelContext::nonfinite_inputs).
+  // domain; a control-flow op). The ops below only pass non-finite values on (overflow aside).
+  // Runs whose inputs hold a NaN or an infinity are told at run time
+  // (KernelContext::nonfinite_inputs).
   bool may_be_nonfinite(const std::vector<std::string>& values) {
     if (!nonfinite_ready_) {
       nonfinite_ready_ = true;

@@ -20,6 +20,12 @@
 
 namespace t2o::kern {
 
+// Whether this CPU runs the AVX-512 paths (checked once).
+inline bool has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
 T2O_AVX512_WARNINGS_OFF
 
 // min(max(x, lo), hi) that keeps NaN: vmaxps / vminps return their second operand when either is

@@ -137,7 +137,7 @@ class MatMulKernel : public PackedBKernel {
       bool packable = b && b->rank() == 2 && b->dtype() == DType::Float;
       // With AVX-512 the GELU runs as a pass over the result (gelu_pass): oneDNN's post-op took
       // 0.59 ms of a 197 x 768 x 3072 product's 9.06 ms on a Zen 4 core, the pass about 0.3.
-      own_gelu_ = gelu_ && avx512();
+      own_gelu_ = gelu_ && has_avx512();
       dnnl_ = dnnl_matmul_make(false, false, 1.0f, packable ? b : nullptr, gelu_ && !own_gelu_);
       if (packable) const_b_ = *b;
     }
@@ -193,10 +193,6 @@ class MatMulKernel : public PackedBKernel {
     }
   }
 
-  static bool avx512() {
-    static const bool yes = __builtin_cpu_supports("avx512f");
-    return yes;
-  }
   static void gelu_pass(const KernelContext& ctx, float* y, int64_t n) {
     const int threads = threads_for(ctx.threads(), work_us(40.0 * static_cast<double>(n), 8.0 * static_cast<double>(n)));
     parallel_for((n + 15) / 16, threads, 256, [&](int64_t b, int64_t e) {

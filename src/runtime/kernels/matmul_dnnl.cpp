@@ -3,7 +3,6 @@
 // packed copy is kept for every later run of that shape.
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -114,11 +113,6 @@ bool panel_layout(const memory::desc& d, PanelLayout& out) {
 
 constexpr int64_t kGemvMaxRows = 4;
 
-bool avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
-
 // acc[r][0..63] = sum_k a[r][k] * panel[k][0..63] for R rows.
 template <int R>
 T2O_AVX512 void gemv_panel(const float* a, int64_t a_row, int64_t a_k, const float* w, int64_t K, float* acc) {
@@ -147,7 +141,7 @@ T2O_AVX512 void gemv_panel(const float* a, int64_t a_row, int64_t a_k, const flo
 using GemvPanelFn = void (*)(const float*, int64_t, int64_t, const float*, int64_t, float*);
 
 // c[rows, N] as dnnl_matmul_run's oneDNN primitive would compute it: alpha * (a b + bias), then
-// + beta_sum * c, then the erf GELU.
+// + beta_sum * c (no GELU: on AVX-512 machines FusedMatMul applies it after the product).
 void packed_gemv(const DnnlMatmul& m, const PanelLayout& lay, const float* w, int64_t rows, int64_t K, int64_t N,
                  const float* a, const float* bias, float beta_sum, float* c) {
   static const GemvPanelFn fns[kGemvMaxRows] = {gemv_panel<1>, gemv_panel<2>, gemv_panel<3>, gemv_panel<4>};
@@ -167,7 +161,6 @@ void packed_gemv(const DnnlMatmul& m, const PanelLayout& lay, const float* w, in
           if (bias) v += bias[n0 + j];
           v *= m.alpha;
           if (beta_sum != 0.0f) v += beta_sum * y[j];
-          if (m.gelu) v = 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
           y[j] = v;
         }
       }
@@ -275,7 +268,8 @@ bool dnnl_matmul_run(DnnlMatmul& m, int64_t batch_a, int64_t batch_b, int64_t M,
     }
     DnnlMatmul::Prim& p = it->second;
     PanelLayout lay;
-    if (two_d && p.packed_b && batch_a * M <= kGemvMaxRows && panel_layout(p.w_desc, lay) && avx512()) {
+    if (two_d && p.packed_b && batch_a * M <= kGemvMaxRows && !m.gelu &&
+        panel_layout(p.w_desc, lay) && has_avx512()) {
       packed_gemv(m, lay, static_cast<const float*>(p.packed_b->get_data_handle()), batch_a * M, K, N, a, bias,
                   beta_sum, c);
       return true;
