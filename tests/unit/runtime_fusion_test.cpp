@@ -610,7 +610,8 @@ TEST(RuntimeFusion, WinogradMatchesReference) {
 // MobileNet blocks) run on their own kernel (runtime/kernels/conv_depthwise.h): against the
 // reference on maps from 1 x 1 up, odd and even, stride 1 and 2, end pads of 0 and 1, channel
 // counts that do not fill a block, with and without bias, the post-ops it takes and one it leaves
-// to oneDNN; NaNs in the output where the reference has them, at 1 and 2 threads.
+// to oneDNN; NaNs in the output where the reference has them (from a NaN or an infinity in the
+// input), at 1 and 2 threads.
 TEST(RuntimeFusion, DepthwiseMatchesReference) {
   if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the depthwise kernel runs on AVX-512 only";
   std::mt19937 g(31);
@@ -624,7 +625,7 @@ TEST(RuntimeFusion, DepthwiseMatchesReference) {
     // The first maps are 1 x 4 .. 4 x 1: end pads of 1 so that the window fits.
     const int64_t s = pick(1, 2), pb = iter < 4 ? 1 : pick(0, 1), pr = iter < 4 ? 1 : pick(0, 1);
     const Tail tail = tails[iter % 5];
-    const bool bias = iter % 3 != 2, nan = iter % 7 == 3;
+    const bool bias = iter % 3 != 2, nan = iter % 7 == 3, minus_inf = iter % 7 == 5;
     if (h + 1 + pb < 3 || w + 1 + pr < 3) continue;  // the window does not fit
     Builder b;
     b.input("x", {n, c, h, w});
@@ -645,6 +646,7 @@ TEST(RuntimeFusion, DepthwiseMatchesReference) {
     b.output("y");
     Tensor x = random_uniform(g, {n, c, h, w});
     if (nan) x.data<float>()[pick(0, static_cast<int>(x.numel()) - 1)] = std::nanf("");
+    if (minus_inf) x.data<float>()[pick(0, static_cast<int>(x.numel()) - 1)] = -std::numeric_limits<float>::infinity();
     std::map<std::string, RValue> feeds{{"x", x}};
     const std::string what = "iter " + std::to_string(iter) + " x " + dims_to_string({n, c, h, w}) + " stride " +
                              std::to_string(s) + " end pads " + std::to_string(pb) + std::to_string(pr);

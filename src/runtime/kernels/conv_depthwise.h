@@ -1,11 +1,12 @@
 #pragma once
 // Depthwise 3x3 convolution (group = channels = output channels) over activations blocked by 16
 // channels (nChw16c, runtime/kernels/conv_dnnl.h): the MobileNet-style layer. One 16-lane vector
-// holds a pixel's channels of a block and the nine taps' weights are vectors too, so an output
-// pixel is nine FMAs on loads of neighbouring pixels; a thread takes consecutive rows of a block
-// and prefetches the input row the next output row will need. In MobileNetV2 it replaced
-// oneDNN's depthwise kernel, which did not split one image's rows between threads well (at 2
-// threads a 56 x 56 x 144 layer took 110 us there, 76 us here; at 1 thread 131 and 94).
+// holds a pixel's channels of a block. An output row is cut into strips of up to 16 pixels whose
+// sums stay in registers; each input pixel of a window row is loaded once and multiplied by the
+// (up to three) taps that reach it, and a lone Relu / Clip is one clamp before the store. A thread
+// takes consecutive rows of a block; inputs larger than about half an L2 are prefetched a row
+// ahead. In MobileNetV2 it replaced oneDNN's depthwise kernel, which did not split one image's
+// rows between threads well (at 2 threads a 56 x 56 x 144 layer took 110 us there).
 //
 // Pads of 1 at the top and left (the end pads follow from the output size), stride 1 or 2 on
 // both axes, dilation 1, bias optional, post-ops Relu (any slope) and Clip; AVX-512 only.
