@@ -121,7 +121,9 @@ T2O_AVX512 void finish_blocked16(float* y, const float* r, int64_t first, int64_
         v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, r + j * 16));
       } else if (op.kind == kern::ConvPostOp::Kind::Clip) {
         v = kern::clamp512(v, _mm512_set1_ps(op.alpha), _mm512_set1_ps(op.beta));
-      } else {  // Relu: x < 0 ? slope * x : x (NaN is not below zero)
+      } else if (op.alpha == 0.0f) {  // Relu: max(x, 0), NaN kept, -inf to 0
+        v = kern::relu512(v);
+      } else {  // leaky Relu: x < 0 ? slope * x : x (NaN is not below zero)
         const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
         v = _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(op.alpha));
       }
@@ -343,7 +345,8 @@ class ConvKernel : public OpKernel {
             // Comparisons are false for NaN: it stays.
             for (int64_t i = 0; i < len; ++i) v[i] = v[i] < op.alpha ? op.alpha : v[i] > op.beta ? op.beta : v[i];
           } else if (op.kind == kern::ConvPostOp::Kind::Relu) {
-            for (int64_t i = 0; i < len; ++i) v[i] = v[i] < 0 ? op.alpha * v[i] : v[i];
+            // A slope of 0 gives 0 for -inf too (not 0 * -inf).
+            for (int64_t i = 0; i < len; ++i) v[i] = v[i] < 0 ? (op.alpha == 0 ? 0.0f : op.alpha * v[i]) : v[i];
           } else {
             for (int64_t i = 0; i < len; ++i) v[i] = op.apply(v[i]);
           }

@@ -242,7 +242,7 @@ std::vector<ConvPostOp> conv_post_ops(const Node& n) {
 
 float ConvPostOp::apply(float x) const {
   switch (kind) {
-    case Kind::Relu: return x > 0 ? x : alpha * x;
+    case Kind::Relu: return x < 0 ? (alpha == 0 ? 0.0f : alpha * x) : x;  // NaN kept; -inf to 0 at slope 0
     case Kind::Clip: return std::min(std::max(x, alpha), beta);
     case Kind::Swish: return x / (1.0f + std::exp(-x));
     case Kind::HardSwish: return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
