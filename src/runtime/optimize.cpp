@@ -293,18 +293,20 @@ class Fuser {
   // FromBlocked node under the original name. Returns how many values went blocked.
   int block_layouts(int64_t blk) {
     // cand: may write its output blocked (and take a blocked residual); reads: may read X blocked;
-    // pool: passes the layout of X through to its output.
+    // pool: passes the layout of X through to its output; global: a global pool, which reads X
+    // blocked and writes its plain [N, C, 1, 1] result.
     size_t n = g_.nodes.size();
-    std::vector<bool> cand(n), reads(n), pool(n);
+    std::vector<bool> cand(n), reads(n), pool(n), global(n);
     for (size_t i = 0; i < n; ++i) {
       cand[i] = blockable(g_.nodes[i], blk, false);
       reads[i] = blockable(g_.nodes[i], blk, true);
       pool[i] = poolable(g_.nodes[i]);
+      global[i] = global_poolable(g_.nodes[i]);
     }
     // wants[i]: node i's output has a reader that takes it blocked (readers come later: go backwards).
     std::vector<bool> wants(n);
     auto takes_blocked = [&](size_t j, size_t k) {
-      return k == 0 ? reads[j] || (pool[j] && wants[j]) : k == 3 && cand[j] && !int8_conv(g_.nodes[j]);
+      return k == 0 ? reads[j] || global[j] || (pool[j] && wants[j]) : k == 3 && cand[j] && !int8_conv(g_.nodes[j]);
     };
     for (size_t i = n; i-- > 0;) {
       if (!cand[i] && !pool[i]) continue;
@@ -342,6 +344,14 @@ class Fuser {
           if (k >= r.inputs.size() || r.inputs[k] != v || !takes_blocked(j, k)) continue;
           r.inputs[k] = bv;
           if (pool[j]) continue;  // marked when its turn comes
+          if (global[j]) {
+            r.set_attr(Attribute::make_string("kind", r.op_type == "GlobalMaxPool" ? "max" : "avg"));
+            r.set_attr(Attribute::make_int("block", blk));
+            r.set_attr(Attribute::make_int("channels", c));
+            r.op_type = "BlockedGlobalPool";
+            r.domain = kInternalDomain;
+            continue;
+          }
           r.set_attr(Attribute::make_int(k == 0 ? "src_block" : "res_block", blk));
           as_fused(r);
         }
@@ -407,6 +417,12 @@ class Fuser {
     // Partly filled blocks (padded channels) have jit kernels for 1x1 and depthwise convs.
     bool pointwise = w->dim(2) == 1 && w->dim(3) == 1;
     return (input ? cin_g * group : cout) % blk == 0 || pointwise || depthwise;
+  }
+
+  // A GlobalAveragePool or GlobalMaxPool: reads blocked activations as well (BlockedGlobalPool).
+  static bool global_poolable(const Node& n) {
+    return default_domain(n) && (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") &&
+           n.inputs.size() == 1 && n.outputs.size() == 1 && !n.outputs[0].empty();
   }
 
   // The live Transpose with permutation `perm` producing `v` (when `at` is SIZE_MAX), or reading it

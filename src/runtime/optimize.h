@@ -70,7 +70,10 @@
 // next to int8 ones (dynamic models quantize only some) keep their layout. A 2-d MaxPool (no Indices) or
 // AveragePool between them passes the layout on: it becomes
 //   ai.torch2onnx.internal::BlockedPool(X)  [its attributes, kind "max" | "avg", block, channels]
-// with X and its output blocked (ResNet's stem: conv -> max-pool -> convs with no reorder).
+// with X and its output blocked (ResNet's stem: conv -> max-pool -> convs with no reorder). A
+// GlobalAveragePool / GlobalMaxPool reading a blocked value becomes
+//   ai.torch2onnx.internal::BlockedGlobalPool(X)  [kind "avg" | "max", block, channels]
+// which writes the plain [N, C, 1, 1] result (the classifier head needs no reorder).
 #include "ir/graph.h"
 
 namespace t2o {

@@ -435,6 +435,49 @@ TEST(RuntimeFusion, PoolsBetweenConvsStayBlocked) {
   }
 }
 
+// A GlobalAveragePool / GlobalMaxPool after a conv reads its blocked output directly
+// (BlockedGlobalPool) and writes plain [N, C, 1, 1]: against the reference over channel counts that
+// do not fill a block, 1 x 1 to 9 x 9 maps, two images, a NaN or -inf in the input, the conv output
+// also a graph output (then one FromBlocked remains) or also read by a second conv.
+TEST(RuntimeFusion, GlobalPoolsReadBlockedActivations) {
+  std::mt19937 g(47);
+  for (int iter = 0; iter < 24; ++iter) {
+    auto pick = [&](int lo, int hi) { return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(g)); };
+    const int64_t c = iter % 4 == 0 ? 12 : iter % 4 == 1 ? 16 : iter % 4 == 2 ? 20 : 40;
+    const int64_t n = pick(1, 2), h = pick(1, 9), w = pick(1, 9);
+    const bool max = iter % 2 == 0, out_too = iter % 5 == 3, conv_too = iter % 3 == 1;
+    Builder b;
+    b.input("x", {n, 3, h, w});
+    b.init("w1", random_uniform(g, {c, 3, 1, 1}));
+    b.add(test::make_node("Conv", {"x", "w1"}, {"c1"}));
+    b.add(test::make_node("Relu", {"c1"}, {"r1"}));
+    b.add(test::make_node(max ? "GlobalMaxPool" : "GlobalAveragePool", {"r1"}, {"gp"}));
+    b.output("gp");
+    if (out_too) b.output("r1");
+    if (conv_too) {
+      b.init("w2", random_uniform(g, {8, c, 1, 1}));
+      b.add(test::make_node("Conv", {"r1", "w2"}, {"c2"}));
+      b.output("c2");
+    }
+    std::map<std::string, RValue> feeds{{"x", random_uniform(g, {n, 3, h, w})}};
+    Tensor& x = feeds["x"].tensor;
+    if (iter % 6 == 1) x.data<float>()[pick(0, static_cast<int>(x.numel()) - 1)] = std::nanf("");
+    if (iter % 6 == 4) x.data<float>()[pick(0, static_cast<int>(x.numel()) - 1)] = -std::numeric_limits<float>::infinity();
+    const std::string what = "iter " + std::to_string(iter) + (max ? " max" : " avg") + " c " + std::to_string(c) +
+                             " x " + dims_to_string(x.dims());
+    auto want = run(b.m, false, feeds, 1);
+    for (int threads : {1, 2}) {
+      auto got = run(b.m, true, feeds, threads);
+      expect_close_f32(want.at("gp").tensor, got.at("gp").tensor, what);
+      if (out_too) expect_close_f32(want.at("r1").tensor, got.at("r1").tensor, what + " r1");
+      if (conv_too) expect_close_f32(want.at("c2").tensor, got.at("c2").tensor, what + " c2");
+    }
+    Graph g2 = rewritten(b.m);
+    EXPECT_EQ(count_op(g2, "BlockedGlobalPool"), 1) << what;
+    EXPECT_EQ(count_op(g2, "FromBlocked"), out_too ? 1 : 0) << what;
+  }
+}
+
 // Attention as PyTorch exports multi-head attention (Transposes of q, k, v, MatMul, scale,
 // mask, Softmax, MatMul, Transpose back) runs as one internal::Attention: against the reference
 // over sequence lengths and head sizes that do not fill a vector (and exceed one block of 64),

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/kernels/avx512_math.h"
 #include "runtime/kernels/conv_dnnl.h"
 #include "runtime/kernels/util.h"
 #include "runtime/optimize.h"
@@ -274,6 +275,82 @@ class GlobalPoolKernel : public OpKernel {
   double p_;
 };
 
+// ai.torch2onnx.internal::BlockedGlobalPool (kind "avg" | "max", block, channels): a
+// GlobalAveragePool / GlobalMaxPool reading channel-blocked activations ([N, C/b, H, W, b],
+// runtime/optimize.h) and writing the plain [N, C, 1, 1] result, so that the conv before it needs
+// no reorder. Sums in float, pixel by pixel, as the plain kernel does; a NaN wins a max.
+T2O_AVX512_WARNINGS_OFF
+T2O_AVX512 void blocked_global_pool16(const float* x, int64_t hw, bool max, float* out) {
+  __m512 acc = max ? _mm512_loadu_ps(x) : _mm512_setzero_ps();
+  __mmask16 nan = _mm512_cmp_ps_mask(acc, acc, _CMP_UNORD_Q);
+  for (int64_t p = max ? 1 : 0; p < hw; ++p) {
+    const __m512 v = _mm512_loadu_ps(x + p * 16);
+    if (max) {
+      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      acc = _mm512_max_ps(acc, v);
+    } else {
+      acc = _mm512_add_ps(acc, v);
+    }
+  }
+  if (max) {
+    acc = _mm512_mask_mov_ps(acc, nan, _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
+  } else {
+    acc = _mm512_div_ps(acc, _mm512_set1_ps(static_cast<float>(hw)));
+  }
+  _mm512_storeu_ps(out, acc);
+}
+T2O_AVX512_WARNINGS_ON
+
+class BlockedGlobalPoolKernel : public OpKernel {
+ public:
+  explicit BlockedGlobalPoolKernel(const KernelInfo& info) {
+    const std::string kind = info.node.attr_string("kind", "");
+    if (kind != "max" && kind != "avg") throw Error(info.node.describe() + ": kind must be max or avg");
+    max_ = kind == "max";
+    blk_ = info.node.attr_int("block", 0);
+    channels_ = info.node.attr_int("channels", 0);
+    if (blk_ < 1 || blk_ > 64 || channels_ < 1) throw Error(info.node.describe() + ": needs a block of 1..64 and a channel count");
+  }
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != DType::Float || x.rank() != 5 || x.dim(4) != blk_ || x.dim(1) != (channels_ + blk_ - 1) / blk_)
+      ctx.fail("expects an f32 input blocked by " + std::to_string(blk_) + " over " + std::to_string(channels_) +
+               " channels, got " + dims_to_string(x.dims()));
+    const int64_t n = x.dim(0), cb = x.dim(1), hw = x.dim(2) * x.dim(3);
+    if (n > 0 && hw == 0) ctx.fail("X has an empty spatial dimension");
+    Tensor& y = ctx.allocate_output_uninit(0, DType::Float, {n, channels_, 1, 1});
+    const float* xp = x.data<float>();
+    float* yp = y.data<float>();
+    const bool avx = blk_ == 16 && kern::has_avx512();
+    const int threads = kern::threads_for(ctx.threads(), kern::work_us(0, 4.0 * static_cast<double>(x.numel())));
+    kern::parallel_for(n * cb, threads, 8, [&](int64_t b, int64_t e) {
+      std::vector<float> acc(static_cast<size_t>(blk_));
+      for (int64_t plane = b; plane < e; ++plane) {
+        const float* s = xp + plane * hw * blk_;
+        const int64_t c0 = (plane % cb) * blk_, lanes = std::min(blk_, channels_ - c0);
+        if (avx) {
+          blocked_global_pool16(s, hw, max_, acc.data());
+        } else {
+          for (int64_t l = 0; l < blk_; ++l) acc[l] = max_ ? s[l] : 0.0f;
+          for (int64_t p = max_ ? 1 : 0; p < hw; ++p)
+            for (int64_t l = 0; l < blk_; ++l) {
+              const float v = s[p * blk_ + l];
+              if (!max_) acc[l] += v;
+              else if (v > acc[l] || v != v) acc[l] = v;  // a NaN wins and stays
+            }
+          if (!max_)
+            for (int64_t l = 0; l < blk_; ++l) acc[l] /= static_cast<float>(hw);
+        }
+        std::memcpy(yp + (plane / cb) * channels_ + c0, acc.data(), static_cast<size_t>(lanes) * sizeof(float));
+      }
+    });
+  }
+
+ private:
+  bool max_ = false;
+  int64_t blk_ = 0, channels_ = 0;
+};
+
 template <PoolKernel::Kind K>
 KernelFactory global_factory() {
   return [](const KernelInfo& info) { return std::make_unique<GlobalPoolKernel>(info, K); };
@@ -390,6 +467,7 @@ void register_pool_kernels(KernelRegistry& r) {
   r.add("", "MaxUnpool", 9, factory_of<MaxUnpoolKernel>());
   r.add("", "LRN", 1, factory_of<LrnKernel>());
   r.add(kInternalDomain, "BlockedPool", 1, make_blocked_pool);
+  r.add(kInternalDomain, "BlockedGlobalPool", 1, factory_of<BlockedGlobalPoolKernel>());
 }
 
 }  // namespace t2o
