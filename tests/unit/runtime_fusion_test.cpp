@@ -150,6 +150,11 @@ TEST(RuntimeFusion, FusedMatchesReferenceOnRandomShapes) {
       Tensor& x = feeds["x"].tensor;
       x.data<float>()[std::uniform_int_distribution<int64_t>(0, x.numel() - 1)(g)] = std::nanf("");
     }
+    if (iter % 4 == 3) {  // so does an infinity: Relu(-inf) = 0, -inf - inf = NaN, ...
+      Tensor& x = feeds["x"].tensor;
+      const float inf = std::numeric_limits<float>::infinity();
+      x.data<float>()[std::uniform_int_distribution<int64_t>(0, x.numel() - 1)(g)] = iter % 8 == 3 ? -inf : inf;
+    }
     Dims rd = bcast ? Dims{1, c.y[1], 1, 1} : c.y;
     if (uses_residual(tail)) {
       b.input("r", rd);
