@@ -207,7 +207,7 @@ void concat(KernelContext& ctx) {
     od[a] += t.dims()[a];
     ins.push_back(&t);
   }
-  Tensor& y = ctx.allocate_output(0, x0.dtype(), od);
+  Tensor& y = ctx.allocate_output_uninit(0, x0.dtype(), od);  // every element is copied
   int64_t outer = prod(od, 0, a), row = prod(od, a, od.size());
   if (y.numel() == 0) return;
   // Each input contributes one contiguous run per outer index.
@@ -255,9 +255,13 @@ void split(KernelContext& ctx) {
   for (size_t i = 0; i < parts.size(); ++i) {
     Dims od = x.dims();
     od[a] = parts[i];
-    Tensor& y = ctx.allocate_output(static_cast<int>(i), x.dtype(), od);
-    int64_t run = parts[i] * inner;
-    for (int64_t o = 0; o < outer && run > 0; ++o) copy_elems(x, (o * dim + start) * inner, y, o * run, run);
+    // Every element is copied: no zeroing first.
+    Tensor& y = ctx.allocate_output_uninit(static_cast<int>(i), x.dtype(), od);
+    const int64_t run = parts[i] * inner;
+    if (run > 0)
+      parallel_for(outer, ctx.threads(), std::max<int64_t>(1, 65536 / run), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) copy_elems(x, (o * dim + start) * inner, y, o * run, run);
+      });
     start += parts[i];
   }
 }
@@ -268,7 +272,7 @@ void expand(KernelContext& ctx) {
   for (int64_t d : shape)
     if (d < 0) ctx.fail("shape has negative dimension " + std::to_string(d));
   Dims od = broadcast_dims(ctx, x.dims(), shape);
-  Tensor& y = ctx.allocate_output(0, x.dtype(), od);
+  Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), od);  // every element is copied
   if (y.numel() == 0) return;
   // Trailing axes the input already has in full are copied as contiguous runs.
   size_t r = od.size(), off = r - x.dims().size(), k = r;
