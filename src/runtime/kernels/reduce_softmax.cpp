@@ -22,15 +22,19 @@ namespace {
 // vectorize (no libm call): x = k*ln2 + r, |r| <= ln2/2, exp(r) by a degree-7 Taylor polynomial
 // (relative error < 1e-7), times 2^k. Below -87 the result is 0: exp leaves float's normal
 // range there, and subnormal probabilities (masked attention scores, -inf) would make the next
-// matmul run at a fraction of its speed (a causal decoder's attention·V took 30x as long). The
+// matmul run at a fraction of its speed (a causal decoder's attention·V took 30x as long). NaN of
+// either sign gives NaN (the row maxima below skip a NaN; its exp makes the row's sum NaN). The
 // test compares bit patterns as unsigned integers (negative floats order that way): a float
 // compare-and-select would not vectorize under the default -ftrapping-math.
 inline float exp_vec(float x) {
   uint32_t ub;
   std::memcpy(&ub, &x, 4);
   const uint32_t lim = 0xC2AE0000u;  // bits of -87.0f
-  const uint32_t keep = ub > lim ? 0u : ~0u;
-  ub = ub > lim ? lim : ub;
+  // Below -87 down to -inf (0xFF800000); above that come NaNs with the sign bit set (x86's own
+  // NaN, from inf - inf or 0 * inf), which must stay NaN.
+  const bool under = ub > lim && ub <= 0xFF800000u;
+  const uint32_t keep = under ? 0u : ~0u;
+  ub = under ? lim : ub;
   std::memcpy(&x, &ub, 4);
   const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   float kf = x * 1.44269504088896341f + shifter;
