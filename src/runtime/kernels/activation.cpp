@@ -128,11 +128,13 @@ struct MishOp {
   template <typename C>
   C operator()(C x) const { return x * std::tanh(SoftplusOp{}(x)); }
   // tanh(log(1 + u)) = u(u + 2) / (u(u + 2) + 2) with u = e^x; beyond 20 it is 1 in float.
+  // Below -100 e^x is 0 in float (fast_exp stops at its smallest normal): x * 0, so -0 for large
+  // negative x and NaN for -inf, as the formula gives.
   float fast(float x) const {
     float u = fast_exp(x);
     float n = u * (u + 2.0f);
     float m = x * n / (n + 2.0f);
-    return x > 20.0f ? x : m;
+    return x > 20.0f ? x : x < -100.0f ? x * 0.0f : m;
   }
 };
 
