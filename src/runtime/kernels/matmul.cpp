@@ -244,14 +244,20 @@ class GemmKernel : public PackedBKernel {
       std::vector<float> scaled;
       if (C && beta_ != 0.0f) {
         const float* c = C->data<float>();
-        if (C->numel() == N && cs[1] == 1 && cs[0] == 0 && alpha_ != 0.0f) {
-          // oneDNN applies the output scale (alpha) after adding the bias.
-          bias = c;
-          if (beta_ != alpha_) {
-            scaled.assign(c, c + N);
-            for (float& v : scaled) v *= beta_ / alpha_;
-            bias = scaled.data();
+        // oneDNN applies the output scale (alpha) after adding the bias: a row C goes in as
+        // C * beta / alpha, unless that leaves float's range where C * beta does not.
+        bool row = C->numel() == N && cs[1] == 1 && cs[0] == 0 && alpha_ != 0.0f;
+        if (row && beta_ != alpha_) {
+          scaled.assign(c, c + N);
+          const float ratio = beta_ / alpha_;
+          for (float& v : scaled) {
+            const float s2 = v * ratio;
+            if (std::isinf(s2) && !std::isinf(v * beta_)) row = false;
+            v = s2;
           }
+        }
+        if (row) {
+          bias = scaled.empty() ? c : scaled.data();
         } else {
           for (int64_t m = 0; m < M; ++m)
             for (int64_t n = 0; n < N; ++n) y[m * N + n] = c[m * cs[0] + n * cs[1]];
