@@ -120,6 +120,7 @@ class Fuser {
       f.set_attr(Attribute::make_floats("post_alpha", alphas));
       f.set_attr(Attribute::make_floats("post_beta", betas));
       if (!int8 && drops_nan(ops) && may_be_nonfinite(f.inputs)) f.set_attr(Attribute::make_int("keep_nan", 1));
+      if (!int8 && may_be_nonfinite(f.inputs)) f.set_attr(Attribute::make_int("nonfinite_in", 1));
       dead[i] = true;
       for (size_t j : chain) dead[j] = true;
       size_t last = *std::max_element(chain.begin(), chain.end());
@@ -133,6 +134,12 @@ class Fuser {
       if (!dead[i] && n.op_type == "MaxPool" && default_domain(n) && !n.inputs.empty() &&
           !n.has_attr("keep_nan") && may_be_nonfinite({n.inputs[0]})) {
         n.set_attr(Attribute::make_int("keep_nan", 1));
+        ++marked;
+      }
+      // A conv without post-ops: Winograd must not see a NaN or infinity (see conv_winograd.h).
+      if (!dead[i] && n.op_type == "Conv" && default_domain(n) && !n.has_attr("nonfinite_in") &&
+          may_be_nonfinite(n.inputs)) {
+        n.set_attr(Attribute::make_int("nonfinite_in", 1));
         ++marked;
       }
     }

@@ -57,7 +57,9 @@
 // NaN or an infinity even when the run's inputs do not (a constant holds one, or an op such as
 // Log, Sqrt, Exp, a Div by anything but non-zero constants, or an op of another domain lies
 // upstream): oneDNN's max / min would turn a NaN into a number, so its post-ops run as written.
-// Runs whose inputs hold one do the same (KernelContext::nonfinite_inputs). A MaxPool (and the
+// Runs whose inputs hold one do the same (KernelContext::nonfinite_inputs). `nonfinite_in` = 1
+// marks any Conv / FusedConv with such an input, post-ops or not: it does not take Winograd,
+// whose transforms would spread a NaN or an infinity over a whole tile. A MaxPool (and the
 // BlockedPool it may become) takes the same mark on the same terms: oneDNN's max pooling skips a
 // NaN that PyTorch would return.
 //

@@ -141,7 +141,7 @@ class ConvKernel : public OpKernel {
       : attrs_(WindowAttrs::from_node(info.node)), group_(info.node.attr_int("group", 1)),
         post_(kern::conv_post_ops(info.node)), src_blk_(info.node.attr_int("src_block", 0)),
         dst_blk_(info.node.attr_int("dst_block", 0)), res_blk_(info.node.attr_int("res_block", 0)),
-        keep_nan_(info.node.attr_int("keep_nan", 0) != 0) {
+        keep_nan_(info.node.attr_int("keep_nan", 0) != 0), nonfinite_in_(info.node.attr_int("nonfinite_in", 0) != 0) {
     attrs_.ceil_mode = false;
     for (const kern::ConvPostOp& p : post_) drops_nan_ |= drops_nan(p);
     for (int64_t b : {src_blk_, dst_blk_, res_blk_})
@@ -209,7 +209,9 @@ class ConvKernel : public OpKernel {
     yd.insert(yd.end(), s.g.out.begin(), s.g.out.end());
     bool fast = dnnl_ && x.dtype() == DType::Float && w.dtype() == DType::Float && (!b || b->dtype() == DType::Float);
     Dims phys = dst_blk_ ? kern::blocked_dims(yd, dst_blk_) : yd;
-    const int wino = fast ? winograd_takes(x, w, s, yd, r) : 0;
+    // Winograd's transforms spread a NaN or an infinity over a whole tile (inf - inf): not for
+    // runs whose inputs hold one, nor for convs the model may feed one (nonfinite_in).
+    const int wino = fast && !nonfinite_in_ && !ctx.nonfinite_inputs() ? winograd_takes(x, w, s, yd, r) : 0;
     // oneDNN computes a fused Relu or Clip with max / min, which turn a NaN into 0 or a bound
     // (PyTorch and the reference keep it). When NaN may reach this conv: with keep_nan, oneDNN
     // runs the chain before the first of them and finish_exact the rest; in other runs whose
@@ -297,6 +299,7 @@ class ConvKernel : public OpKernel {
   std::unique_ptr<kern::DnnlConv> bare_;  // the conv without post-ops, for runs that keep NaN
   std::once_flag bare_once_;
   bool keep_nan_;          // the model may make NaN before this conv (optimize.h)
+  bool nonfinite_in_;      // ... or NaN / infinity in any of its inputs (optimize.h)
   bool drops_nan_ = false;  // a post-op oneDNN computes with max / min
   size_t split_ = 0;        // oneDNN computes post_[0, split_), finish_exact the rest
 

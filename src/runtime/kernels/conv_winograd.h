@@ -12,6 +12,11 @@
 // oneDNN matmuls against the transformed weights (G g G^T, computed and packed once); each result
 // tile is transformed back (A^T m A), with the bias and the post-ops applied as it is stored.
 //
+// "Of the output's scale": a tile's rounding error follows its largest input, so one input far
+// above the rest (1e30 among values near 1) swamps the small outputs of its tiles. A NaN or an
+// infinity would spread over the whole tile (inf - inf): convs that may see one skip Winograd
+// (ConvKernel, the `nonfinite_in` mark of runtime/optimize.h and the run's input check).
+//
 // Activations are channel-blocked by 16 (nChw16c, runtime/kernels/conv_dnnl.h); AVX-512 only.
 // Tiles go through in chunks so that the transformed tiles stay in cache between the steps.
 #include <memory>
