@@ -76,7 +76,12 @@ inline float fast_exp(float x) {
   return p * scale;
 }
 
-inline float fast_sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
+// fast_exp stops at e^87.3: below -87.3 the quotient would stay at 6e-39, so 0 there (NaN stays
+// NaN), which makes x * sigmoid(x) NaN at -inf and -0 for large negative x, as unfused.
+inline float fast_sigmoid(float x) {
+  const float s = 1.0f / (1.0f + fast_exp(-x));
+  return x < -87.3f ? 0.0f : s;
+}
 
 // tanh: odd Taylor series near 0 (where 1 - 2/(e^2x + 1) would cancel), exp form elsewhere.
 inline float fast_tanh(float x) {
