@@ -352,11 +352,7 @@ class Fuser {
           r.inputs[k] = bv;
           if (pool[j]) continue;  // marked when its turn comes
           if (global[j]) {
-            r.set_attr(Attribute::make_string("kind", r.op_type == "GlobalMaxPool" ? "max" : "avg"));
-            r.set_attr(Attribute::make_int("block", blk));
-            r.set_attr(Attribute::make_int("channels", c));
-            r.op_type = "BlockedGlobalPool";
-            r.domain = kInternalDomain;
+            as_blocked_pool(r, "BlockedGlobalPool", r.op_type == "GlobalMaxPool", blk, c);
             continue;
           }
           r.set_attr(Attribute::make_int(k == 0 ? "src_block" : "res_block", blk));
@@ -365,11 +361,7 @@ class Fuser {
       }
       p.outputs[0] = bv;
       if (pool[i]) {
-        p.set_attr(Attribute::make_string("kind", p.op_type == "MaxPool" ? "max" : "avg"));
-        p.set_attr(Attribute::make_int("block", blk));
-        p.set_attr(Attribute::make_int("channels", c));
-        p.op_type = "BlockedPool";
-        p.domain = kInternalDomain;
+        as_blocked_pool(p, "BlockedPool", p.op_type == "MaxPool", blk, c);
       } else {
         p.set_attr(Attribute::make_int("dst_block", blk));
         as_fused(p);
@@ -475,6 +467,14 @@ class Fuser {
   }
 
   static bool int8_conv(const Node& n) { return n.op_type == "Int8Conv" && n.domain == kInternalDomain; }
+  // A pool turned into internal op `op` over activations blocked by `blk` (kind max / avg).
+  static void as_blocked_pool(Node& n, const char* op, bool max, int64_t blk, int64_t channels) {
+    n.set_attr(Attribute::make_string("kind", max ? "max" : "avg"));
+    n.set_attr(Attribute::make_int("block", blk));
+    n.set_attr(Attribute::make_int("channels", channels));
+    n.op_type = op;
+    n.domain = kInternalDomain;
+  }
   // A Conv that takes a layout attribute runs as FusedConv (an Int8Conv takes them as it is).
   static void as_fused(Node& n) {
     if (int8_conv(n)) return;
