@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <atomic>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "runtime/kernels/avx512_math.h"
 #include "runtime/kernels/util.h"
@@ -67,14 +67,14 @@ T2O_AVX512 void strip(const Strips& s, const float* const rows[5], int k0, int k
 #pragma GCC unroll 16
   for (int u = 0; u < U; ++u) acc[u] = bias;
   for (int kh = k0; kh < k1; ++kh) {
-    const float* xr = rows[kh] + (ow0 * S - 1) * kBlk;
+    const float* xr = rows[kh] + ow0 * S * kBlk;  // pixel j of the window row is at xr + (j - 1) * 16
     const __m512 w0 = _mm512_loadu_ps(s.w + (kh * 3) * kBlk);
     const __m512 w1 = _mm512_loadu_ps(s.w + (kh * 3 + 1) * kBlk);
     const __m512 w2 = _mm512_loadu_ps(s.w + (kh * 3 + 2) * kBlk);
 #pragma GCC unroll 40
     for (int j = 0; j < kJ; ++j) {
       if ((L && j == 0) || (R && j == kJ - 1)) continue;
-      __m512 v = _mm512_loadu_ps(xr + j * kBlk);
+      __m512 v = _mm512_loadu_ps(xr + (j - 1) * kBlk);
       // One load per pixel: without this GCC folds the load into each of its FMAs.
       __asm__("" : "+v"(v));
       // Output u reads pixel j through tap kw when j = u * S + kw.
