@@ -2,12 +2,15 @@
 // indices, MaxUnpool, Resize corner cases, and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/optimize.h"
 #include "runtime/session.h"
 #include "test_support.h"
 
@@ -192,6 +195,57 @@ TEST(RuntimePool, BadInput) {
   Tensor grid = random_uniform(g, {1, 3, 3, 3});
   Session gs = make_session("GridSample", {x, grid}, {}, true, 1, 16);
   EXPECT_THROW(run(gs, {x, grid}), Error);  // grid's last dim must be 2
+}
+
+}  // namespace
+
+namespace {
+
+// ai.torch2onnx.internal::BlockedGlobalPool on its own, at every block size the runtime uses (16
+// with AVX-512, 8 on AVX2 machines; 1 takes the portable loop too): against the pooled logical
+// channels, lanes past the channel count holding garbage that must not leak, a NaN that must win
+// a max, two images, 1 and 2 threads.
+TEST(RuntimePool, BlockedGlobalPoolEveryBlockSize) {
+  std::mt19937 g(53);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (int64_t blk : {1, 8, 16})
+    for (int64_t c : {5, 16, 20})
+      for (bool max : {false, true}) {
+        const int64_t n = 2, h = 3, w = 4, cb = (c + blk - 1) / blk;
+        Tensor x(DType::Float, {n, cb, h, w, blk});
+        for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(g);
+        // Padded lanes: a huge value that would show in both a sum and a max.
+        for (int64_t i = 0; i < x.numel(); ++i)
+          if ((i / (h * w * blk)) % cb * blk + i % blk >= c) x.data<float>()[i] = 1e30f;
+        const int64_t nan_at = ((1 * cb + 0) * h * w + 5) * blk + 1 % blk;  // image 1, channel 1 % blk
+        x.data<float>()[nan_at] = std::nanf("");
+        Model m = one_node("BlockedGlobalPool", {{"x", x}},
+                           {Attribute::make_string("kind", max ? "max" : "avg"), Attribute::make_int("block", blk),
+                            Attribute::make_int("channels", c)});
+        m.graph.nodes[0].domain = kInternalDomain;
+        m.opset_import.push_back({kInternalDomain, 1});
+        const std::string what = "block " + std::to_string(blk) + " channels " + std::to_string(c) + (max ? " max" : " avg");
+        for (int threads : {1, 2}) {
+          Tensor y = t2o::test::run(m, {{"x", x}}, true, threads)[0];
+          ASSERT_EQ(y.dims(), (Dims{n, c, 1, 1})) << what;
+          for (int64_t img = 0; img < n; ++img)
+            for (int64_t ch = 0; ch < c; ++ch) {
+              float acc = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+              bool nan = false;
+              for (int64_t p = 0; p < h * w; ++p) {
+                const float v = x.data<float>()[((img * cb + ch / blk) * h * w + p) * blk + ch % blk];
+                nan |= std::isnan(v);
+                acc = max ? std::max(acc, v) : acc + v;
+              }
+              const float got = y.data<float>()[img * c + ch];
+              if (nan) {
+                EXPECT_TRUE(std::isnan(got)) << what << " image " << img << " channel " << ch;
+              } else {
+                EXPECT_NEAR(got, max ? acc : acc / static_cast<float>(h * w), 1e-5) << what << " image " << img << " channel " << ch;
+              }
+            }
+        }
+      }
 }
 
 }  // namespace
