@@ -5,7 +5,8 @@
 #   2. the bad-input, I/O, session and hardening tests again under AddressSanitizer +
 #      UndefinedBehaviorSanitizer (a build without libtorch), so malformed files are shown not to
 #      crash or corrupt memory; the fuzz regression inputs are replayed there too;
-#   3. one Session run from 8 threads at once (runtime_threads_test) under ThreadSanitizer;
+#   3. one Session run from 8 threads at once (runtime_threads_test) and the task pool
+#      (runtime_task_pool_test) under ThreadSanitizer;
 #   4. each libFuzzer harness without libtorch in a clang build (tests/fuzz/run.sh): 400000 executions
 #      (T2O_FUZZ_RUNS) from seed 1 (T2O_FUZZ_SEED), at most T2O_FUZZ_SECONDS (default 150) each.
 # Extra arguments go to the first ctest, e.g. scripts/test.sh -L unit; T2O_NO_SANITIZE=1 skips
@@ -35,16 +36,16 @@ if [[ ${T2O_NO_SANITIZE:-0} != 1 ]]; then
       -R '^(CliBadInput|Cli|TensorIo|ModelIo|Session|SessionBind|Hardening[A-Za-z]*|CliHardening|FuzzRegressions)\.' \
       -E 'OverTwoGigabytes') || status=$?
 
-  # Each run single-threaded inside (OpenMP's own threads are not instrumented); the 8 callers are
-  # the threads under test.
+  # Each run single-threaded inside (OpenMP's own threads are not instrumented); the 8 callers, and
+  # the task pool's callers and helpers (std::thread), are the threads under test.
   TSAN_DIR="$BUILD_DIR-tsan"
   if [[ ! -f $TSAN_DIR/build.ninja ]]; then
     cmake -S "$ROOT" -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DT2O_TSAN=ON \
       -DT2O_WITH_TORCH=OFF >/dev/null
   fi
-  cmake --build "$TSAN_DIR" -j "$(nproc)" --target runtime_threads_test >&2
+  cmake --build "$TSAN_DIR" -j "$(nproc)" --target runtime_threads_test runtime_task_pool_test >&2
   (cd "$TSAN_DIR" && OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    ctest --output-on-failure -R '^SessionThreads\.') || status=$?
+    ctest --output-on-failure -R '^(SessionThreads|TaskPool)\.') || status=$?
 fi
 
 if [[ ${T2O_NO_FUZZ:-0} != 1 && ${T2O_FUZZ_SECONDS:-150} != 0 ]]; then

@@ -237,7 +237,7 @@ class ConvKernel : public OpKernel {
     if (dw_ && fast && src_blk_ == 16 && dst_blk_ == 16 && y.numel() > 0 && kern::DepthwiseConv::takes(s.g)) {
       const double us = kern::work_us(18.0 * static_cast<double>(y.numel()), 4.0 * static_cast<double>(x.numel() + y.numel()));
       dw_->run(x.data<float>(), xd[0], xd[2], xd[3], y.data<float>(), yd[2], yd[3], s.g.stride[0],
-               kern::threads_for(ctx.threads(), us));
+               kern::task_threads_for(ctx.threads(), us));
       return;
     }
     if (fast && (!exact || split) && y.numel() > 0 && dnnl_->run(x, w, b, s.g, y, r)) {

@@ -194,7 +194,7 @@ class MatMulKernel : public PackedBKernel {
   }
 
   static void gelu_pass(const KernelContext& ctx, float* y, int64_t n) {
-    const int threads = threads_for(ctx.threads(), work_us(40.0 * static_cast<double>(n), 8.0 * static_cast<double>(n)));
+    const int threads = task_threads_for(ctx.threads(), work_us(40.0 * static_cast<double>(n), 8.0 * static_cast<double>(n)));
     parallel_for((n + 15) / 16, threads, 256, [&](int64_t b, int64_t e) {
       gelu_range(y + b * 16, std::min(n, e * 16) - b * 16);
     });

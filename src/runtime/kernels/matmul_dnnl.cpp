@@ -148,7 +148,7 @@ void packed_gemv(const DnnlMatmul& m, const PanelLayout& lay, const float* w, in
   const GemvPanelFn fn = fns[rows - 1];
   const int64_t a_row = m.trans_a ? 1 : K, a_k = m.trans_a ? rows : 1;
   const int64_t panels = (N + 63) / 64;
-  const int threads = threads_for(omp_get_max_threads(), work_us(2.0 * rows * K * N, 4.0 * K * N));
+  const int threads = task_threads_for(omp_get_max_threads(), work_us(2.0 * rows * K * N, 4.0 * K * N));
   parallel_for(panels, threads, 1, [&](int64_t p0, int64_t p1) {
     alignas(64) float acc[kGemvMaxRows * 64];
     for (int64_t p = p0; p < p1; ++p) {

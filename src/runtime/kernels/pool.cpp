@@ -242,7 +242,7 @@ class GlobalPoolKernel : public OpKernel {
         using A = acc_t<T>;
         const T* xp = x.data<T>();
         T* yp = y.data<T>();
-        const int threads = kern::threads_for(ctx.threads(), kern::work_us(0, 4.0 * static_cast<double>(x.numel())));
+        const int threads = kern::task_threads_for(ctx.threads(), kern::work_us(0, 4.0 * static_cast<double>(x.numel())));
         kern::parallel_for(planes, threads, 16, [&](int64_t b, int64_t e) {
           for (int64_t p = b; p < e; ++p) {
             const T* s = xp + p * sz;
@@ -322,7 +322,7 @@ class BlockedGlobalPoolKernel : public OpKernel {
     const float* xp = x.data<float>();
     float* yp = y.data<float>();
     const bool avx = blk_ == 16 && kern::has_avx512();
-    const int threads = kern::threads_for(ctx.threads(), kern::work_us(0, 4.0 * static_cast<double>(x.numel())));
+    const int threads = kern::task_threads_for(ctx.threads(), kern::work_us(0, 4.0 * static_cast<double>(x.numel())));
     kern::parallel_for(n * cb, threads, 8, [&](int64_t b, int64_t e) {
       std::vector<float> acc(static_cast<size_t>(blk_));
       for (int64_t plane = b; plane < e; ++plane) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/kernel.h"
+#include "runtime/kernels/task_pool.h"
 
 namespace t2o::kern {
 
@@ -116,6 +117,13 @@ inline int threads_for(int threads, double us) {
   return threads > 1 && us < kWorthWaking && omp_waits_passively() ? 1 : threads;
 }
 
+// The same for work that runs as tasks (parallel_for, run_tasks): the caller never waits for a
+// sleeping thread to wake, so only waking it (a few microseconds) is at stake.
+inline int task_threads_for(int threads, double us) {
+  constexpr double kWorthWaking = 20;
+  return threads > 1 && us < kWorthWaking && omp_waits_passively() ? 1 : threads;
+}
+
 // While alive, parallel regions opened on this thread (oneDNN's among them) use at most n threads.
 class OmpThreadLimit {
  public:
@@ -133,11 +141,18 @@ class OmpThreadLimit {
   int saved_;
 };
 
-// Runs f(begin, end) over [0, n) in chunks on the session's threads (serially when small).
+// Runs f(begin, end) over [0, n) in chunks on the session's threads (serially when small). When
+// idle threads sleep, the chunks are tasks (task_pool.h), four per thread, that the caller starts
+// on its own and sleeping threads take over as they wake.
 template <typename F>
 void parallel_for(int64_t n, int threads, int64_t grain, F&& f) {
-  if (threads <= 1 || n <= grain) {
+  if (threads <= 1 || n <= grain || in_task() || omp_in_parallel()) {
     f(int64_t{0}, n);
+    return;
+  }
+  if (omp_waits_passively()) {
+    const int64_t tasks = std::min<int64_t>(4 * static_cast<int64_t>(threads), (n + grain - 1) / grain);
+    run_tasks(tasks, threads, [&](int64_t c) { f(n * c / tasks, n * (c + 1) / tasks); });
     return;
   }
   int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
