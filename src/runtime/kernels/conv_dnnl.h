@@ -2,6 +2,7 @@
 // oneDNN fast paths for f32 convolution, transposed convolution and pooling. Activations stay in
 // plain NC<spatial> layout at the kernel boundary; weights are kept in the layout oneDNN picks.
 // Primitives are created once per input shape and cached in the object (one object per node).
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -67,6 +68,9 @@ class DnnlConv {
   bool release(const Tensor& placeholder);
   // The constant weights as given (rebuilt after a release).
   Tensor plain_weights();
+  // Runs so far, process-wide, that cut the conv into tasks over output channel blocks (one
+  // image, blocked activations, constant weights, idle threads sleeping: see task_pool.h).
+  static uint64_t runs_in_parts_so_far();
 
  private:
   struct Impl;
