@@ -436,6 +436,10 @@ class AttentionKernel : public OpKernel {
       a1.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       a2.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       if (scale_ != 1.0f) a1.set_output_scales(0, {scale_});
+      // One head's products run inside a parallel loop over heads: single-threaded (oneDNN fixes
+      // its thread count when it makes a primitive; inside an OpenMP region it ran on one thread
+      // anyway, but inside a task (task_pool.h) it would open a region of its own).
+      kern::OmpThreadLimit one(1);
       dnnl::matmul::primitive_desc pd1(dnnl::matmul::desc(p->q, p->kt, p->s), a1, cpu_engine());
       dnnl::matmul::primitive_desc pd2(dnnl::matmul::desc(p->s, p->v, p->y), a2, cpu_engine());
       p->scores = dnnl::matmul(pd1);
