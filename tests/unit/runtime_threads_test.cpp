@@ -2,14 +2,17 @@
 // for bit. The model takes the paths with state shared between runs: oneDNN convs (primitive
 // caches keyed by shape, prepacked and run-time weights, a fused residual sum), pooling,
 // Gemm/MatMul and the buffer pool; every thread moves through more batch sizes than the
-// primitive caches hold, so entries are evicted while other threads use them. Also built with
-// ThreadSanitizer (-DT2O_TSAN=ON, run by scripts/test.sh).
+// primitive caches hold, so entries are evicted while other threads use them. The first test is
+// also built with ThreadSanitizer (-DT2O_TSAN=ON, run by scripts/test.sh; the second one's
+// sessions use OpenMP threads, which ThreadSanitizer does not see).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <random>
 #include <thread>
 
+#include "runtime/kernels/conv_dnnl.h"
+#include "runtime/kernels/util.h"
 #include "runtime/session.h"
 #include "test_support.h"
 
@@ -112,4 +115,59 @@ TEST(SessionThreads, ConcurrentRunsMatchASingleThreadedRun) {
   for (auto& th : pool) th.join();
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(mismatches.load(), 0) << "of " << kThreads * kRuns << " runs";
+}
+
+// A session of two threads run from several callers at once. With idle threads sleeping (the
+// runtime_threads_passive_wait run of this file) its blocked convs are cut into tasks
+// (task_pool.h): one caller's tasks go to the pool, the others', finding it busy, run on their own
+// thread, through the same shared primitives. Every result must equal the first run's, bit for bit.
+TEST(SessionThreads, TwoThreadSessionsFromManyCallers) {
+  std::mt19937 rng(5);
+  Model m;
+  m.opset_import = {{"", 17}};
+  Graph& g = m.graph;
+  g.inputs.push_back({"x", Type::tensor(DType::Float, Shape::of({1, 32, 28, 28})), ""});
+  auto init = [&](const std::string& name, const Dims& d, float s) { g.initializers.push_back({name, test::random_normal(rng, d, s), ""}); };
+  init("W0", {64, 32, 1, 1}, 0.2f);
+  init("W1", {96, 64, 1, 1}, 0.15f);
+  init("B1", {96}, 0.1f);
+  init("W2", {48, 96, 1, 1}, 0.1f);
+  init("W3", {24, 48, 3, 3}, 0.05f);
+  // c0, c1 and c2 stay blocked (1x1 convs, and a 3x3 conv reading whole channel blocks).
+  g.nodes.push_back(test::make_node("Conv", {"x", "W0"}, {"a0"}));
+  g.nodes.push_back(test::make_node("Relu", {"a0"}, {"c0"}));
+  g.nodes.push_back(test::make_node("Conv", {"c0", "W1", "B1"}, {"a1"}));
+  g.nodes.push_back(test::make_node("Relu", {"a1"}, {"c1"}));
+  g.nodes.push_back(test::make_node("Conv", {"c1", "W2"}, {"a2"}));
+  g.nodes.push_back(test::make_node("Relu", {"a2"}, {"c2"}));
+  g.nodes.push_back(test::make_node("Conv", {"c2", "W3"}, {"y"}, {Attribute::make_ints("pads", {1, 1, 1, 1})}));
+  g.outputs.push_back({"y", Type::tensor(DType::Float, Shape::of({1, 24, 28, 28})), ""});
+  SessionOptions so;
+  so.threads = 2;
+  Session s(m, so);
+  std::vector<Tensor> xs, want;
+  for (int i = 0; i < 4; ++i) {
+    xs.push_back(test::random_normal(rng, {1, 32, 28, 28}));
+    want.push_back(s.run({{"x", xs.back()}}).at("y").tensor.clone());
+  }
+  const uint64_t parts_before = kern::DnnlConv::runs_in_parts_so_far();
+  std::atomic<int> mismatches{0}, errors{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        const size_t k = static_cast<size_t>((t + i) % 4);
+        try {
+          if (!s.run({{"x", xs[k]}}).at("y").tensor.equals(want[k])) ++mismatches;
+        } catch (const std::exception&) {
+          ++errors;
+        }
+      }
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0) << "of 400 runs";
+  // Sleeping threads, AVX-512: the 64 -> 96 and 96 -> 48 convs ran in parts, 400 times each.
+  if (kern::omp_waits_passively() && kern::channel_block() == 16)
+    EXPECT_GE(kern::DnnlConv::runs_in_parts_so_far() - parts_before, 800u);
 }
