@@ -362,15 +362,21 @@ struct DnnlConv::Impl {
     return yd;
   }
 
+  // Whether a conv of these dims may be cut into parts (split() also needs its primitive to read
+  // and write the tensors as stored): one image, more than one output block of 16, blocked output
+  // (and residual), constant weights.
+  bool cuttable(const Dims& xd, const Dims& yd) const {
+    return constant && !transpose && group == 1 && dst_blk == 16 && (!has_sum(post) || res_blk == 16) &&
+           xd.size() == 4 && xd[0] == 1 && yd[1] > 16;
+  }
+
   // Cuts the conv of entry e into parts (see Entry::Part) when that needs no reorder: one image,
   // a blocked output (and residual), an input as the conv reads it (blocked, or plain for a first
   // conv), constant weights packed with output blocks outermost.
   // Leaves e.parts empty otherwise.
   void split(Entry& e, const Dims& xd, const Dims& wd, bool bias, const Geom& g, const Dims& yd, int threads) const {
     const int64_t blk = 16, ocb = (yd[1] + blk - 1) / blk;
-    if (!constant || transpose || group != 1 || dst_blk != blk || xd.size() != 4 || xd[0] != 1 ||
-        ocb < 2 || e.src_re || e.dst_re || e.res_re || (has_sum(post) && res_blk != blk))
-      return;
+    if (!cuttable(xd, yd) || e.src_re || e.dst_re || e.res_re) return;
     // Output blocks outermost: blocked inputs, and plain ones (a first conv's few channels).
     memory::format_tag wtag = memory::format_tag::undef;
     for (auto t : {memory::format_tag::OIhw16i16o, memory::format_tag::Ohwi16o})
@@ -495,9 +501,8 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
   for (int64_t d : per) macs *= static_cast<double>(d);
   // Convs that can be cut into tasks (Impl::split) wake a sleeping thread at a lower cost.
   const double us = work_us(2 * macs, 4.0 * static_cast<double>(x.numel() + y.numel() + w.numel()));
-  const bool tasks = s.constant && !s.transpose && s.group == 1 && s.dst_blk == 16 && xd.size() == 4 && xd[0] == 1 &&
-                     yd[1] > 16;
-  const int threads = tasks ? task_threads_for(omp_get_max_threads(), us) : threads_for(omp_get_max_threads(), us);
+  const int threads = s.cuttable(xd, yd) ? task_threads_for(omp_get_max_threads(), us)
+                                         : threads_for(omp_get_max_threads(), us);
   OmpThreadLimit limit(threads);
   Dims key = x.dims();
   key.insert(key.end(), w.dims().begin(), w.dims().end());

@@ -112,17 +112,13 @@ inline double work_us(double flops, double bytes) { return flops / 170e3 + bytes
 // or one when idle threads sleep and waking another costs more than it saves. (MobileNetV2's
 // 14 x 14 and 7 x 7 layers at 2 threads waiting passively: a 24 us depthwise conv took 52 us, a
 // 60 us 1x1 conv 70 us.)
-inline int threads_for(int threads, double us) {
-  constexpr double kWorthWaking = 100;
-  return threads > 1 && us < kWorthWaking && omp_waits_passively() ? 1 : threads;
+inline int threads_for(int threads, double us, double worth_waking_us = 100) {
+  return threads > 1 && us < worth_waking_us && omp_waits_passively() ? 1 : threads;
 }
 
 // The same for work that runs as tasks (parallel_for, run_tasks): the caller never waits for a
 // sleeping thread to wake, so only waking it (a few microseconds) is at stake.
-inline int task_threads_for(int threads, double us) {
-  constexpr double kWorthWaking = 20;
-  return threads > 1 && us < kWorthWaking && omp_waits_passively() ? 1 : threads;
-}
+inline int task_threads_for(int threads, double us) { return threads_for(threads, us, 20); }
 
 // While alive, parallel regions opened on this thread (oneDNN's among them) use at most n threads.
 class OmpThreadLimit {
