@@ -19,6 +19,11 @@
 namespace t2o::kern {
 
 namespace {
+// Inputs over this many bytes take one part per thread when a conv is cut (Impl::split).
+constexpr int64_t kPartsInputL2 = 1 << 20;
+}  // namespace
+
+namespace {
 
 using dnnl::memory;
 
@@ -385,7 +390,13 @@ struct DnnlConv::Impl {
     // Three parts per thread: a helper that wakes late then holds up the caller by one small part
     // at most. (MobileNetV2 at 2 threads: with one part per thread, 4.7 ms in some processes and
     // 6.9 ms, about one thread's time, in others; with three, 4.7-4.9 ms in every one.)
-    const int64_t n = std::min<int64_t>(ocb, 3 * static_cast<int64_t>(threads));
+    // But every part reads the whole input: one larger than L2 (1 MB on the machines measured)
+    // comes from L3 once per part, so such convs take one part per thread. (ResNet-50 at
+    // 2 threads, per conv: 28 x 28 x 512 -> 128 0.66-0.73 -> 0.53 ms, 56 x 56 x 256 -> 128
+    // 1.31-1.49 -> 0.99-1.03 ms; spinning threads: 0.49 and 0.97. MobileNetV2's 112 x 112 x 16,
+    // 0.8 MB, went 0.24-0.25 -> 0.26-0.27 ms with one part per thread: it keeps three.)
+    const int64_t per_thread = numel_of(xd) * 4 > kPartsInputL2 ? 1 : 3;
+    const int64_t n = std::min<int64_t>(ocb, per_thread * static_cast<int64_t>(threads));
     const size_t block_bytes = e.wei_md.get_size() / static_cast<size_t>(ocb);
     OmpThreadLimit one(1);
     std::vector<Entry::Part> parts;
