@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "runtime/kernels/avx512_math.h"
+#include "runtime/kernels/task_pool.h"
 #include "runtime/kernels/util.h"
 
 namespace t2o::kern {
@@ -438,14 +439,27 @@ bool WinogradConv::run(const float* x, int64_t N, int64_t H, int64_t W, const Di
     }
   };
   std::atomic<bool> failed{false};
-#pragma omp parallel num_threads(team)
-  {
-    const int tid = omp_get_thread_num();
+  if (team > 1 && chunks == team && omp_waits_passively() && !in_task() && !omp_in_parallel()) {
+    // Idle threads sleep: the chunks are tasks (task_pool.h), each with the buffers of its own
+    // index, so the caller starts at once and a helper takes the other chunk when it wakes.
     try {
-      dnnl::stream st(engine());
-      for (int64_t c = tid; c < chunks; c += team) one_chunk(tid, c, st);
+      run_tasks(chunks, team, [&](int64_t c) {
+        dnnl::stream st(engine());
+        one_chunk(static_cast<int>(c), c, st);
+      });
     } catch (...) {
-      failed = true;
+      return false;
+    }
+  } else {
+#pragma omp parallel num_threads(team)
+    {
+      const int tid = omp_get_thread_num();
+      try {
+        dnnl::stream st(engine());
+        for (int64_t c = tid; c < chunks; c += team) one_chunk(tid, c, st);
+      } catch (...) {
+        failed = true;
+      }
     }
   }
   if (failed) return false;
@@ -489,32 +503,52 @@ bool WinogradConv::run_split(const float* x, int64_t N, int64_t H, int64_t W, co
       failed = true;
     }
   };
-#pragma omp parallel num_threads(threads)
-  {
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-    const int64_t in_n = T * Cb;
-    for (int64_t it = in_n * tid / nth; it < in_n * (tid + 1) / nth; ++it) {
+  auto in_tiles = [&](int64_t b, int64_t end) {
+    for (int64_t it = b; it < end; ++it) {
       const int64_t t = it / Cb, cb = it % Cb;
       const int64_t n = t / (TH * TW), ty = t / TW % TH, tx = t % TW;
       s.in_tile(x + (n * Cb + cb) * H * W * kB, H, W, e * ty - pt, e * tx - pl, v + t * s.Cp + cb * kB, T * s.Cp);
     }
-    if (!s.batched) {
-#pragma omp barrier
-      products(tid, nth);
-    }
-  }
-  if (s.batched) products(0, 1);
-  if (failed) return false;
-#pragma omp parallel num_threads(threads)
-  {
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-    const int64_t out_n = T * Mb;
-    for (int64_t it = out_n * tid / nth; it < out_n * (tid + 1) / nth; ++it) {
+  };
+  auto out_tiles = [&](int64_t b, int64_t end) {
+    for (int64_t it = b; it < end; ++it) {
       const int64_t t = it / Mb, mb = it % Mb;
       const int64_t n = t / (TH * TW), ty = t / TW % TH, tx = t % TW;
       const int64_t plane = (n * Mb + mb) * OH * OW * kB;
       s.out_tile(m + t * s.Mp + mb * kB, T * s.Mp, y + plane, r ? r + plane : nullptr, OH, OW, e * ty, e * tx,
                  s.bias.data() + mb * kB, mb == Mb - 1 ? tail : 0xFFFF);
+    }
+  };
+  if (omp_waits_passively()) {
+    // Idle threads sleep: the transforms run as tasks (parallel_for), which the caller starts at
+    // once instead of waiting for a woken thread's fixed share of each phase.
+    parallel_for(T * Cb, threads, 1, in_tiles);
+    if (s.batched) {
+      products(0, 1);
+    } else {
+#pragma omp parallel num_threads(threads)
+      products(omp_get_thread_num(), omp_get_num_threads());
+    }
+    if (failed) return false;
+    parallel_for(T * Mb, threads, 1, out_tiles);
+  } else {
+#pragma omp parallel num_threads(threads)
+    {
+      const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+      const int64_t in_n = T * Cb;
+      in_tiles(in_n * tid / nth, in_n * (tid + 1) / nth);
+      if (!s.batched) {
+#pragma omp barrier
+        products(tid, nth);
+      }
+    }
+    if (s.batched) products(0, 1);
+    if (failed) return false;
+#pragma omp parallel num_threads(threads)
+    {
+      const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+      const int64_t out_n = T * Mb;
+      out_tiles(out_n * tid / nth, out_n * (tid + 1) / nth);
     }
   }
   if (failed) return false;
