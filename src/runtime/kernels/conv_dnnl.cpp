@@ -340,7 +340,12 @@ struct DnnlConv::Impl {
   // output); both sides blocked then usually get a jit kernel, at the price of one reorder.
   dnnl::primitive_desc pick_pd(const Dims& xd, const Dims& wd, bool bias, const Geom& g, const Dims& yd) const {
     auto impl = [](const dnnl::primitive_desc& p) { return std::string(p.impl_info_str()); };
-    if (!transpose && group == 1 && g.nsp == 2 && g.k[0] * g.k[1] > 1 && xd[1] > 16 && yd[1] > 16 &&
+    // With idle threads asleep, a conv that can be cut into tasks (split) keeps the layouts as
+    // stored: the channels-last brgemm conv would run as one OpenMP region between two reorders,
+    // each waiting for a woken thread. (ResNet-50 at 2 threads, passive, stride-2 convs: 56 x 56 x
+    // 128 1.36-1.40 -> 1.07-1.09 ms, 28 x 28 x 256 1.22-1.30 -> 1.09-1.21; 7 x 7 x 512 the same.)
+    const bool cut = omp_waits_passively() && omp_get_max_threads() > 1 && cuttable(xd, yd);
+    if (!cut && !transpose && group == 1 && g.nsp == 2 && g.k[0] * g.k[1] > 1 && xd[1] > 16 && yd[1] > 16 &&
         channel_block() == 16) {
       try {
         auto cl = make_pd(xd, wd, bias, g, yd, Act::ChannelsLast);
