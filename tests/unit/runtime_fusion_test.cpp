@@ -433,6 +433,37 @@ TEST(RuntimeFusion, ConvsCutIntoTasksMatchReference) {
   if (!kern::omp_waits_passively()) EXPECT_EQ(kern::DnnlConv::runs_in_parts_so_far(), before);
 }
 
+// One session run at batch 1, 2, then 1 again (the input's shape left open) keeps one packed copy
+// of each conv's weights: with idle threads sleeping, a 3x3 stride-2 conv packs its weights at
+// build for the kernel cut into tasks (one image), and its batch-2 runs take that kernel too
+// rather than the channels-last one, which would add a second copy (plain and packed weights).
+TEST(RuntimeFusion, ConvWeightsPackedOnceAcrossBatchSizes) {
+  std::mt19937 g(43);
+  Builder b;
+  b.m.graph.inputs.push_back({"x", Type::tensor(DType::Float), {}});
+  b.init("w0", random_uniform(g, {48, 8, 1, 1}, -0.3f, 0.3f));
+  b.init("w1", random_uniform(g, {64, 48, 3, 3}, -0.05f, 0.05f));
+  b.init("b1", random_uniform(g, {64}));
+  b.init("w2", random_uniform(g, {16, 64, 1, 1}, -0.1f, 0.1f));
+  b.add(test::make_node("Conv", {"x", "w0"}, {"c0"}));
+  b.add(test::make_node("Relu", {"c0"}, {"r0"}));
+  b.add(test::make_node("Conv", {"r0", "w1", "b1"}, {"c1"},
+                        {Attribute::make_ints("pads", {1, 1, 1, 1}), Attribute::make_ints("strides", {2, 2})}));
+  b.add(test::make_node("Relu", {"c1"}, {"r1"}));
+  b.add(test::make_node("Conv", {"r1", "w2"}, {"out"}));
+  b.output("out");
+  SessionOptions so;
+  so.threads = 2;
+  Session sess(b.m, so);
+  const uint64_t before = kern::DnnlConv::extra_layouts_so_far();
+  for (int64_t n : {1, 2, 1}) {
+    std::map<std::string, RValue> feeds{{"x", random_uniform(g, {n, 8, 30, 30})}};
+    auto want = run(b.m, false, feeds, 1);
+    expect_close_f32(want.at("out").tensor, sess.run(feeds).at("out").tensor, "batch " + std::to_string(n));
+  }
+  EXPECT_EQ(kern::DnnlConv::extra_layouts_so_far(), before);
+}
+
 // A 2-d MaxPool / AveragePool between convs passes the blocked layout through (BlockedPool):
 // conv -> pool -> conv, over pads, strides, ceil mode, count_include_pad, dilations, channel
 // counts that do not fill a block, the pool output also a graph output (back to NCHW) or also read

@@ -71,6 +71,8 @@ class DnnlConv {
   // Runs so far, process-wide, that cut the conv into tasks over output channel blocks (one
   // image, blocked activations, constant weights, idle threads sleeping: see task_pool.h).
   static uint64_t runs_in_parts_so_far();
+  // Constant weights packed so far, process-wide, in a second (or later) layout for one conv.
+  static uint64_t extra_layouts_so_far();
 
  private:
   struct Impl;
