@@ -19,13 +19,11 @@
 namespace t2o::kern {
 
 namespace {
-// Inputs over this many bytes take one part per thread when a conv is cut (Impl::split).
-constexpr int64_t kPartsInputL2 = 1 << 20;
-}  // namespace
-
-namespace {
 
 using dnnl::memory;
+
+// Inputs over this many bytes take one part per thread when a conv is cut (Impl::split).
+constexpr int64_t kPartsInputL2 = 1 << 20;
 
 std::atomic<uint64_t> g_part_runs{0};
 std::atomic<uint64_t> g_extra_layouts{0};
@@ -436,19 +434,22 @@ struct DnnlConv::Impl {
     e.parts = std::move(parts);
   }
 
+  // The packed copy in layout md, or nullptr. Caller holds mu.
+  memory* packed_locked(const memory::desc& md) {
+    for (auto& [d, m] : packed)
+      if (d == md) return &m;
+    return nullptr;
+  }
+
   // Whether the constant weights are packed, but not in layout md.
   bool packed_in_another_layout(const memory::desc& md) {
     std::lock_guard<std::mutex> lock(mu);
-    if (packed.empty()) return false;
-    for (auto& [d, m] : packed)
-      if (d == md) return false;
-    return true;
+    return !packed.empty() && !packed_locked(md);
   }
 
   memory packed_for(const memory::desc& md) {
     std::lock_guard<std::mutex> lock(mu);
-    for (auto& [d, m] : packed)
-      if (d == md) return m;
+    if (memory* m = packed_locked(md)) return *m;
     plain_locked();
     memory user(user_weights_desc(transpose, group, const_w.dims()), engine(), const_cast<void*>(const_w.raw()));
     memory m(md, engine());
