@@ -22,6 +22,12 @@ bool const_true(const tj::Value* v) {
   return iv && iv->isBool() && iv->toBool();
 }
 
+// A constant dropout probability of 0: the op is an identity in training mode too.
+bool const_zero_p(const tj::Value* v) {
+  auto iv = tj::toIValue(v);
+  return iv && iv->isDouble() && iv->toDouble() == 0.0;
+}
+
 bool is_tensor_const(const tj::Value* v) {
   auto iv = tj::toIValue(v);
   return iv && iv->isTensor();
@@ -217,7 +223,9 @@ std::vector<std::string> to_inference_semantics(tj::Graph& g) {
                                                 "aten::feature_alpha_dropout_"};
     if (dropouts.count(kind) && n->inputs().size() == 3 && const_true(n->input(2))) {
       n->output()->replaceAllUsesWith(n->input(0));
-      note(n, "dropout");
+      // p = 0 (torchvision's Swin calls F.dropout(attn, p=0.0) with training left at True) changes
+      // nothing in either mode: not a training-mode behaviour to report.
+      if (!const_zero_p(n->input(1))) note(n, "dropout");
       continue;
     }
     // batch_norm(x, w, b, running_mean, running_var, training, momentum, eps, cudnn): with running

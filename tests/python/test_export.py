@@ -72,6 +72,27 @@ def test_train_mode_model_exports_eval_semantics_with_a_warning(tmp_path):
     np.testing.assert_allclose(got, m.eval()(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
+class ZeroDropout(torch.nn.Module):
+    """torchvision's Swin: F.dropout(attn, p=0.0) with training left at its default, True."""
+
+    def forward(self, x):
+        return torch.nn.functional.dropout(x * 2.0, p=0.0) + 1.0
+
+
+def test_dropout_of_probability_zero_is_not_reported_as_training_mode(tmp_path):
+    m = ZeroDropout().eval()
+    x = torch.randn(2, 5)
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = torch2onnx.export(m, (x,), tmp_path / "z.onnx")
+    assert not [w for w in r.warnings if "training" in w], r.warnings
+    assert not [w for w in caught if "training" in str(w.message)]
+    assert "Dropout" not in {n.op_type for n in onnx.load(str(r.path)).graph.node}
+    (got,) = run(r.path, x.numpy())
+    np.testing.assert_allclose(got, (x * 2 + 1).numpy(), rtol=1e-6)
+
+
 class FrozenBatch(torch.nn.Module):
     """Swin's window_reverse: the batch recomputed as a Python int, which tracing freezes."""
 
