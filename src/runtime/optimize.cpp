@@ -295,28 +295,33 @@ class Fuser {
   }
 
   // Channel-blocked activations between convs: a conv whose output some conv reads (as X or as
-  // the residual), directly or through 2-d MaxPool / AveragePool nodes, writes it blocked under a
-  // new name, and so do those pools (as BlockedPool); readers that want NCHW get it through a
-  // FromBlocked node under the original name. Returns how many values went blocked.
+  // the residual), directly or through 2-d MaxPool / AveragePool nodes or a squeeze-and-excitation
+  // scale, writes it blocked under a new name, and so do those pools (as BlockedPool) and scales
+  // (as BlockedScale); readers that want NCHW get it through a FromBlocked node under the original
+  // name. Returns how many values went blocked.
   int block_layouts(int64_t blk) {
     // cand: may write its output blocked (and take a blocked residual); reads: may read X blocked;
     // pool: passes the layout of X through to its output; global: a global pool, which reads X
-    // blocked and writes its plain [N, C, 1, 1] result.
+    // blocked and writes its plain [N, C, 1, 1] result; scale: a squeeze-and-excitation Mul,
+    // which passes the layout of its input scale_x through.
     size_t n = g_.nodes.size();
-    std::vector<bool> cand(n), reads(n), pool(n), global(n);
+    std::vector<bool> cand(n), reads(n), pool(n), global(n), scale(n);
+    std::vector<size_t> scale_x(n);
     for (size_t i = 0; i < n; ++i) {
       cand[i] = blockable(g_.nodes[i], blk, false);
       reads[i] = blockable(g_.nodes[i], blk, true);
       pool[i] = poolable(g_.nodes[i]);
       global[i] = global_poolable(g_.nodes[i]);
+      if (auto x = se_scaled_input(g_.nodes[i], blk)) scale[i] = true, scale_x[i] = *x;
     }
     // wants[i]: node i's output has a reader that takes it blocked (readers come later: go backwards).
     std::vector<bool> wants(n);
     auto takes_blocked = [&](size_t j, size_t k) {
+      if (scale[j]) return k == scale_x[j] && wants[j];
       return k == 0 ? reads[j] || global[j] || (pool[j] && wants[j]) : k == 3 && cand[j] && !int8_conv(g_.nodes[j]);
     };
     for (size_t i = n; i-- > 0;) {
-      if (!cand[i] && !pool[i]) continue;
+      if (!cand[i] && !pool[i] && !scale[i]) continue;
       auto rit = readers_.find(g_.nodes[i].outputs[0]);
       if (rit == readers_.end()) continue;
       for (size_t j : rit->second)
@@ -330,8 +335,8 @@ class Fuser {
       Node& p = g_.nodes[i];
       if (!wants[i]) continue;
       int64_t c = 0;
-      if (pool[i]) {
-        auto cit = channels.find(p.inputs[0]);
+      if (pool[i] || scale[i]) {
+        auto cit = channels.find(p.inputs[pool[i] ? 0 : scale_x[i]]);
         if (cit == channels.end()) continue;  // its input stays NCHW: so does it
         c = cit->second;
       } else {
@@ -347,10 +352,10 @@ class Fuser {
       while (readers_.count(bv) || producer_.count(bv)) bv += "_";
       for (size_t j : rit->second) {
         Node& r = g_.nodes[j];
-        for (size_t k : {size_t{0}, size_t{3}}) {
-          if (k >= r.inputs.size() || r.inputs[k] != v || !takes_blocked(j, k)) continue;
+        for (size_t k = 0; k < r.inputs.size(); ++k) {
+          if (r.inputs[k] != v || !takes_blocked(j, k)) continue;
           r.inputs[k] = bv;
-          if (pool[j]) continue;  // marked when its turn comes
+          if (pool[j] || scale[j]) continue;  // marked when its turn comes
           if (global[j]) {
             as_blocked_pool(r, "BlockedGlobalPool", r.op_type == "GlobalMaxPool", blk, c);
             continue;
@@ -362,6 +367,12 @@ class Fuser {
       p.outputs[0] = bv;
       if (pool[i]) {
         as_blocked_pool(p, "BlockedPool", p.op_type == "MaxPool", blk, c);
+      } else if (scale[i]) {
+        if (scale_x[i] != 0) std::swap(p.inputs[0], p.inputs[1]);  // X first
+        p.set_attr(Attribute::make_int("block", blk));
+        p.set_attr(Attribute::make_int("channels", c));
+        p.op_type = "BlockedScale";
+        p.domain = kInternalDomain;
       } else {
         p.set_attr(Attribute::make_int("dst_block", blk));
         as_fused(p);
@@ -416,6 +427,38 @@ class Fuser {
     // Partly filled blocks (padded channels) have jit kernels for 1x1 and depthwise convs.
     bool pointwise = w->dim(2) == 1 && w->dim(3) == 1;
     return (input ? cin_g * group : cout) % blk == 0 || pointwise || depthwise;
+  }
+
+  // A squeeze-and-excitation scale (EfficientNet, MobileNetV3, RegNetY): Mul(X, S) or Mul(S, X)
+  // where X is the output of a conv that may write blocked activations and S = Sigmoid or
+  // HardSigmoid of a conv with constant weights of as many output channels as X has, so [N, C, 1, 1]
+  // in those nets. Returns X's input index. (BlockedScale computes any other S as Mul would.)
+  std::optional<size_t> se_scaled_input(const Node& n, int64_t blk) const {
+    if (!default_domain(n) || n.op_type != "Mul" || n.inputs.size() != 2 || n.outputs.size() != 1 ||
+        n.outputs[0].empty() || n.inputs[0] == n.inputs[1])
+      return std::nullopt;
+    auto conv_channels = [&](const std::string& v) -> int64_t {
+      auto p = producer_.find(v);
+      if (p == producer_.end()) return 0;
+      const Node& c = g_.nodes[p->second];
+      if (!blockable(c, blk, false) || int8_conv(c)) return 0;
+      return constant(c.inputs[1])->dim(0);
+    };
+    for (size_t x = 0; x < 2; ++x) {
+      const int64_t c = conv_channels(n.inputs[x]);
+      auto sp = producer_.find(n.inputs[1 - x]);
+      if (c == 0 || sp == producer_.end()) continue;
+      const Node& sg = g_.nodes[sp->second];
+      if (!default_domain(sg) || (sg.op_type != "Sigmoid" && sg.op_type != "HardSigmoid") || sg.inputs.size() != 1)
+        continue;
+      auto cp = producer_.find(sg.inputs[0]);
+      if (cp == producer_.end()) continue;
+      const Node& sc = g_.nodes[cp->second];
+      const bool conv = (sc.op_type == "Conv" && default_domain(sc)) || (sc.op_type == "FusedConv" && sc.domain == kInternalDomain);
+      const Tensor* w = conv && sc.inputs.size() > 1 ? constant(sc.inputs[1]) : nullptr;
+      if (w && w->rank() == 4 && w->dim(0) == c) return x;
+    }
+    return std::nullopt;
   }
 
   // A GlobalAveragePool or GlobalMaxPool: reads blocked activations as well (BlockedGlobalPool).

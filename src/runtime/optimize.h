@@ -75,7 +75,13 @@
 // with X and its output blocked (ResNet's stem: conv -> max-pool -> convs with no reorder). A
 // GlobalAveragePool / GlobalMaxPool reading a blocked value becomes
 //   ai.torch2onnx.internal::BlockedGlobalPool(X)  [kind "avg" | "max", block, channels]
-// which writes the plain [N, C, 1, 1] result (the classifier head needs no reorder).
+// which writes the plain [N, C, 1, 1] result (the classifier head needs no reorder). A
+// squeeze-and-excitation Mul (X from such a conv, S = Sigmoid or HardSigmoid of a conv with as
+// many output channels, either order) passes the layout on too: it becomes
+//   ai.torch2onnx.internal::BlockedScale(X, S)  [block, channels]
+// with X and its output blocked (EfficientNet and MobileNetV3 blocks keep their layout from the
+// expansion to the projection); an S that is not one value per channel (and image) is multiplied
+// as Mul would, the output's layout then following the broadcast shape.
 #include "ir/graph.h"
 
 namespace t2o {

@@ -234,8 +234,9 @@ class ConvKernel : public OpKernel {
     Tensor& y = ctx.allocate_output_uninit(0, x.dtype(), phys);
     if (y.numel() == 0 && post_.empty()) return;
     if (wino && y.numel() > 0 && run_winograd(ctx, x, xd, s, yd, y, r, wino)) return;
-    if (dw_ && fast && src_blk_ == 16 && dst_blk_ == 16 && y.numel() > 0 && kern::DepthwiseConv::takes(s.g)) {
-      const double us = kern::work_us(18.0 * static_cast<double>(y.numel()), 4.0 * static_cast<double>(x.numel() + y.numel()));
+    if (dw_ && fast && src_blk_ == 16 && dst_blk_ == 16 && y.numel() > 0 && dw_->takes(s.g)) {
+      const double us = kern::work_us(2.0 * static_cast<double>(dw_->taps() * y.numel()),
+                                      4.0 * static_cast<double>(x.numel() + y.numel()));
       dw_->run(x.data<float>(), xd[0], xd[2], xd[3], y.data<float>(), yd[2], yd[3], s.g.stride[0],
                kern::task_threads_for(ctx.threads(), us));
       return;

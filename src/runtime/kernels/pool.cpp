@@ -454,6 +454,82 @@ class LrnKernel : public OpKernel {
   double alpha_, beta_, bias_;
 };
 
+// ai.torch2onnx.internal::BlockedScale (block, channels): Mul(X, S) with X channel-blocked
+// ([N, C/b, H, W, b]) and its output blocked too: a squeeze-and-excitation scale between two
+// convs (runtime/optimize.h). S of one value per channel (and image) scales each pixel's lanes;
+// any other S that broadcasts with X is multiplied through the plain layout, as Mul would.
+T2O_AVX512_WARNINGS_OFF
+T2O_AVX512 void scale_plane16(const float* x, int64_t hw, const float* scale, int64_t lanes, float* y) {
+  const __m512 s = _mm512_loadu_ps(scale);
+  const __mmask16 m = static_cast<__mmask16>((1u << lanes) - 1);
+  for (int64_t p = 0; p < hw; ++p) _mm512_storeu_ps(y + p * 16, _mm512_maskz_mul_ps(m, _mm512_loadu_ps(x + p * 16), s));
+}
+T2O_AVX512_WARNINGS_ON
+
+class BlockedScaleKernel : public OpKernel {
+ public:
+  explicit BlockedScaleKernel(const KernelInfo& info) {
+    blk_ = info.node.attr_int("block", 0);
+    channels_ = info.node.attr_int("channels", 0);
+    if (blk_ < 1 || blk_ > 64 || channels_ < 1) throw Error(info.node.describe() + ": needs a block of 1..64 and a channel count");
+  }
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& s = ctx.input(1);
+    if (x.dtype() != DType::Float || x.rank() != 5 || x.dim(4) != blk_ || x.dim(1) != (channels_ + blk_ - 1) / blk_)
+      ctx.fail("expects an f32 X blocked by " + std::to_string(blk_) + " over " + std::to_string(channels_) +
+               " channels, got " + dims_to_string(x.dims()));
+    if (s.dtype() != DType::Float) ctx.fail("S must be float like X");
+    const Dims xl = kern::logical_dims(x.dims(), channels_);
+    const Dims out = kern::broadcast_dims(ctx, xl, s.dims());
+    if (out.size() != 4) ctx.fail("Mul of blocked X " + dims_to_string(xl) + " by S " + dims_to_string(s.dims()) + " is not 4-d");
+    const Dims st = kern::broadcast_strides(s.dims(), out);
+    if (out != xl || st[2] != 0 || st[3] != 0) {
+      general(ctx, x, xl, s, out);
+      return;
+    }
+    Tensor& y = ctx.allocate_output_uninit(0, DType::Float, x.dims());
+    const int64_t cb = x.dim(1), hw = x.dim(2) * x.dim(3), b = blk_;
+    const float* xp = x.data<float>();
+    const float* sp = s.data<float>();
+    float* yp = y.data<float>();
+    const bool avx = b == 16 && kern::has_avx512();
+    const int threads = kern::task_threads_for(ctx.threads(), kern::work_us(0, 8.0 * static_cast<double>(x.numel())));
+    kern::parallel_for(x.dim(0) * cb, threads, 4, [&](int64_t p0, int64_t p1) {
+      alignas(64) float sv[64];
+      for (int64_t plane = p0; plane < p1; ++plane) {
+        const int64_t n = plane / cb, c0 = (plane % cb) * b, lanes = std::min(b, channels_ - c0);
+        for (int64_t l = 0; l < b; ++l) sv[l] = l < lanes ? sp[n * st[0] + (c0 + l) * st[1]] : 0.0f;
+        const float* xs = xp + plane * hw * b;
+        float* ys = yp + plane * hw * b;
+        if (avx) {
+          scale_plane16(xs, hw, sv, lanes, ys);
+          continue;
+        }
+        for (int64_t q = 0; q < hw; ++q)
+          for (int64_t l = 0; l < b; ++l) ys[q * b + l] = l < lanes ? xs[q * b + l] * sv[l] : 0.0f;
+      }
+    });
+  }
+
+ private:
+  // Any S: X to NCHW, Mul with broadcasting, the result blocked.
+  void general(KernelContext& ctx, const Tensor& x, const Dims& xl, const Tensor& s, const Dims& out) const {
+    Tensor xp = Tensor::uninitialized(DType::Float, xl);
+    kern::to_plain(x, xp);
+    Tensor prod = Tensor::uninitialized(DType::Float, out);
+    const float* a = xp.data<float>();
+    const float* sv = s.data<float>();
+    float* o = prod.data<float>();
+    kern::for_each_broadcast(out, {kern::broadcast_strides(xl, out), kern::broadcast_strides(s.dims(), out)},
+                             [&](int64_t i, const int64_t* off) { o[i] = a[off[0]] * sv[off[1]]; });
+    Tensor& y = ctx.allocate_output(0, DType::Float, kern::blocked_dims(out, blk_));
+    kern::to_blocked(prod, y);
+  }
+
+  int64_t blk_ = 0, channels_ = 0;
+};
+
 }  // namespace
 
 void register_pool_kernels(KernelRegistry& r) {
@@ -468,6 +544,7 @@ void register_pool_kernels(KernelRegistry& r) {
   r.add("", "LRN", 1, factory_of<LrnKernel>());
   r.add(kInternalDomain, "BlockedPool", 1, make_blocked_pool);
   r.add(kInternalDomain, "BlockedGlobalPool", 1, factory_of<BlockedGlobalPoolKernel>());
+  r.add(kInternalDomain, "BlockedScale", 1, factory_of<BlockedScaleKernel>());
 }
 
 }  // namespace t2o

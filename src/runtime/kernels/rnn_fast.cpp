@@ -70,19 +70,6 @@ Tensor pack_panels(const float* r, int64_t G, int64_t H) {
 
 T2O_AVX512_WARNINGS_OFF
 
-// 1 / d for d >= 1: the 14-bit estimate and one Newton step (about an ulp, a fifth of a divide's
-// cost).
-T2O_AVX512 inline __m512 recip512(__m512 d) {
-  __m512 r = _mm512_rcp14_ps(d);
-  return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
-}
-// exp512 stops at e^88, so below -88 the quotient would stay at 6e-39: 0 there instead (as float's
-// own sigmoid gives from -104 on), so that a closed gate times an infinite state is NaN, not inf.
-T2O_AVX512 inline __m512 sigmoid512(__m512 x) {
-  __m512 one = _mm512_set1_ps(1.0f);
-  __m512 s = recip512(_mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), x))));
-  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-88.0f), _CMP_NLT_UQ), s);
-}
 // tanh(x) = 1 - 2 / (exp(2x) + 1), exact to ~1e-7 absolute.
 T2O_AVX512 inline __m512 tanh512(__m512 x) {
   __m512 one = _mm512_set1_ps(1.0f);
