@@ -277,8 +277,11 @@ struct DnnlConv::Impl {
   bool transpose;
   int64_t group;
   std::vector<ConvPostOp> post;
-  // With AVX-512, a last Swish runs as swish_range over the output instead of as oneDNN's
-  // post-op; `dnnl_post` is what oneDNN applies.
+  // With AVX-512, a last Swish may run as swish_range over the output instead of as oneDNN's
+  // post-op (`own_swish`); `dnnl_post` is then what oneDNN applies. It does on one thread and in
+  // the parts of a conv cut into tasks, where the output is in the cache of the thread that wrote
+  // it; a primitive run on several threads keeps oneDNN's post-op, which scales with it
+  // (EfficientNet-B0 at 2 threads, 56 x 56 x 24 -> 144: 385 us against 411 with the pass).
   bool own_swish = false;
   std::vector<ConvPostOp> dnnl_post;
   int64_t src_blk = 0, dst_blk = 0, res_blk = 0;
@@ -288,6 +291,7 @@ struct DnnlConv::Impl {
     memory::desc src_md, wei_md, dst_md, src_user, dst_user, wei_user, res_user;
     memory::desc scratchpad;
     bool src_re = false, dst_re = false, wei_re = false, res_re = false;
+    bool swish_pass = false;  // prim leaves the last Swish to swish_range (parts always do, see own_swish)
     Reorder src_r, dst_r, res_r;
     // When idle threads sleep: the conv cut into single-threaded convs over ranges of output
     // channel blocks, run as tasks (task_pool.h). Each writes its own blocks of y and reads its
@@ -324,7 +328,7 @@ struct DnnlConv::Impl {
   // oneDNN picks the other and we reorder), both sides blocked, or both channels-last.
   enum class Act { AsStored, AllBlocked, ChannelsLast };
   dnnl::primitive_desc make_pd(const Dims& xd, const Dims& wd, bool bias, const Geom& g, const Dims& yd,
-                               Act act = Act::AsStored) const {
+                               Act act = Act::AsStored, bool swish_pass = false) const {
     int64_t blk = act == Act::AllBlocked ? std::max(src_blk, dst_blk) : 0;
     memory::desc src = src_blk ? blocked_desc(xd, src_blk) : blk ? blocked_desc(xd, blk) : any_desc(xd);
     memory::desc dst = dst_blk ? blocked_desc(yd, dst_blk) : blk ? blocked_desc(yd, blk) : any_desc(yd);
@@ -336,7 +340,7 @@ struct DnnlConv::Impl {
     memory::desc b({yd[1]}, memory::data_type::f32, memory::format_tag::a);
     auto st = mdims(g.stride), di = mdims(minus_one(g.dil)), pl = mdims(g.pb), pr = mdims(effective_end_pad(g, transpose));
     auto fwd = dnnl::prop_kind::forward_inference;
-    dnnl::primitive_attr attr = user_scratchpad(post_attr(dnnl_post));
+    dnnl::primitive_attr attr = user_scratchpad(post_attr(swish_pass ? dnnl_post : post));
     if (!transpose) {
       auto d = bias ? dnnl::convolution_forward::desc(fwd, dnnl::algorithm::convolution_direct, src, wei, b, dst, st, di, pl, pr)
                     : dnnl::convolution_forward::desc(fwd, dnnl::algorithm::convolution_direct, src, wei, dst, st, di, pl, pr);
@@ -356,7 +360,8 @@ struct DnnlConv::Impl {
   // with 16 channels it was 10% slower). With one side fixed blocked and the other open, oneDNN
   // may settle for its reference implementation (seen for small depthwise convs writing plain
   // output); both sides blocked then usually get a jit kernel, at the price of one reorder.
-  dnnl::primitive_desc pick_pd(const Dims& xd, const Dims& wd, bool bias, const Geom& g, const Dims& yd) {
+  dnnl::primitive_desc pick_pd(const Dims& xd, const Dims& wd, bool bias, const Geom& g, const Dims& yd,
+                               bool swish_pass = false) {
     auto impl = [](const dnnl::primitive_desc& p) { return std::string(p.impl_info_str()); };
     // With idle threads asleep, a conv that can be cut into tasks (split) keeps the layouts as
     // stored: the channels-last brgemm conv would run as one OpenMP region between two reorders,
@@ -366,7 +371,7 @@ struct DnnlConv::Impl {
     if (!cut && !transpose && group == 1 && g.nsp == 2 && g.k[0] * g.k[1] > 1 && xd[1] > 16 && yd[1] > 16 &&
         channel_block() == 16) {
       try {
-        auto cl = make_pd(xd, wd, bias, g, yd, Act::ChannelsLast);
+        auto cl = make_pd(xd, wd, bias, g, yd, Act::ChannelsLast, swish_pass);
         // Not when the constant weights are packed already for another kernel (the one picked for
         // a conv of one image cut into tasks, at prepack): a second layout would hold two more
         // copies of the weights (plain and packed); that kernel runs this shape too. (ResNet-50 at
@@ -376,10 +381,10 @@ struct DnnlConv::Impl {
         // No channels-last primitive: the layouts as stored.
       }
     }
-    auto pd = make_pd(xd, wd, bias, g, yd);
+    auto pd = make_pd(xd, wd, bias, g, yd, Act::AsStored, swish_pass);
     if (impl(pd).rfind("ref", 0) == 0 && (src_blk || dst_blk)) {
       try {
-        auto blocked = make_pd(xd, wd, bias, g, yd, Act::AllBlocked);
+        auto blocked = make_pd(xd, wd, bias, g, yd, Act::AllBlocked, swish_pass);
         if (impl(blocked).rfind("ref", 0) != 0) return blocked;
       } catch (const dnnl::error&) {
         // Keep the reference implementation.
@@ -435,7 +440,7 @@ struct DnnlConv::Impl {
         p.oc = std::min(b1 * blk, yd[1]) - p.oc0;
         Dims wp = wd, yp = yd;
         wp[0] = yp[1] = p.oc;
-        auto pd = make_pd(xd, wp, bias, g, yp);
+        auto pd = make_pd(xd, wp, bias, g, yp, Act::AsStored, own_swish);
         if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0 || !(pd.src_desc() == e.src_md) ||
             !(pd.dst_desc() == blocked_desc(yp, blk)) ||
             !(pd.weights_desc() == memory::desc(mdims(wp), memory::data_type::f32, wtag)))
@@ -574,7 +579,8 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
     auto made = std::make_shared<Impl::Entry>();
     Impl::Entry& e = *made;
     try {
-      auto pd = s.pick_pd(xd, w.dims(), b != nullptr, g, yd);
+      e.swish_pass = s.own_swish && threads == 1;
+      auto pd = s.pick_pd(xd, w.dims(), b != nullptr, g, yd, e.swish_pass);
       e.prim = dnnl::primitive(pd);
       e.scratchpad = pd.scratchpad_desc();
       e.src_md = pd.src_desc();
@@ -672,12 +678,7 @@ bool DnnlConv::run(const Tensor& x, const Tensor& w, const Tensor* b, const Geom
   execute(e.prim, e.scratchpad, std::move(args));
   if (e.dst_re) e.dst_r.run(dst, dst_user);
   st.wait();
-  if (s.own_swish) {
-    float* yp = y.data<float>();
-    const int64_t n = y.numel();
-    parallel_for((n + 15) / 16, threads, 256,
-                 [&](int64_t b0, int64_t b1) { swish_range(yp + b0 * 16, std::min(n, b1 * 16) - b0 * 16); });
-  }
+  if (e.swish_pass) swish_range(y.data<float>(), y.numel());
   return true;
 }
 

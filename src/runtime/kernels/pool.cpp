@@ -495,19 +495,22 @@ class BlockedScaleKernel : public OpKernel {
     float* yp = y.data<float>();
     const bool avx = b == 16 && kern::has_avx512();
     const int threads = kern::task_threads_for(ctx.threads(), kern::work_us(0, 8.0 * static_cast<double>(x.numel())));
-    kern::parallel_for(x.dim(0) * cb, threads, 4, [&](int64_t p0, int64_t p1) {
+    // Pixels of all planes in one range (a net's first blocks have two planes of 12544 pixels).
+    kern::parallel_for(x.dim(0) * cb * hw, threads, 2048, [&](int64_t q0, int64_t q1) {
       alignas(64) float sv[64];
-      for (int64_t plane = p0; plane < p1; ++plane) {
+      for (int64_t q = q0; q < q1;) {
+        const int64_t plane = q / hw, end = std::min(q1, (plane + 1) * hw);
         const int64_t n = plane / cb, c0 = (plane % cb) * b, lanes = std::min(b, channels_ - c0);
         for (int64_t l = 0; l < b; ++l) sv[l] = l < lanes ? sp[n * st[0] + (c0 + l) * st[1]] : 0.0f;
-        const float* xs = xp + plane * hw * b;
-        float* ys = yp + plane * hw * b;
+        const float* xs = xp + q * b;
+        float* ys = yp + q * b;
         if (avx) {
-          scale_plane16(xs, hw, sv, lanes, ys);
-          continue;
+          scale_plane16(xs, end - q, sv, lanes, ys);
+        } else {
+          for (int64_t i = 0; i < end - q; ++i)
+            for (int64_t l = 0; l < b; ++l) ys[i * b + l] = l < lanes ? xs[i * b + l] * sv[l] : 0.0f;
         }
-        for (int64_t q = 0; q < hw; ++q)
-          for (int64_t l = 0; l < b; ++l) ys[q * b + l] = l < lanes ? xs[q * b + l] * sv[l] : 0.0f;
+        q = end;
       }
     });
   }
