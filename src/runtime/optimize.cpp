@@ -305,7 +305,7 @@ class Fuser {
     // blocked and writes its plain [N, C, 1, 1] result; scale: a squeeze-and-excitation Mul,
     // which passes the layout of its input scale_x through.
     size_t n = g_.nodes.size();
-    std::vector<bool> cand(n), reads(n), pool(n), global(n), scale(n);
+    std::vector<bool> cand(n), reads(n), pool(n), global(n), scale(n), concat(n);
     std::vector<size_t> scale_x(n);
     for (size_t i = 0; i < n; ++i) {
       cand[i] = blockable(g_.nodes[i], blk, false);
@@ -313,15 +313,17 @@ class Fuser {
       pool[i] = poolable(g_.nodes[i]);
       global[i] = global_poolable(g_.nodes[i]);
       if (auto x = se_scaled_input(g_.nodes[i], blk)) scale[i] = true, scale_x[i] = *x;
+      concat[i] = block_concatenable(g_.nodes[i], blk);
     }
     // wants[i]: node i's output has a reader that takes it blocked (readers come later: go backwards).
     std::vector<bool> wants(n);
     auto takes_blocked = [&](size_t j, size_t k) {
       if (scale[j]) return k == scale_x[j] && wants[j];
+      if (concat[j]) return static_cast<bool>(wants[j]);
       return k == 0 ? reads[j] || global[j] || (pool[j] && wants[j]) : k == 3 && cand[j] && !int8_conv(g_.nodes[j]);
     };
     for (size_t i = n; i-- > 0;) {
-      if (!cand[i] && !pool[i] && !scale[i]) continue;
+      if (!cand[i] && !pool[i] && !scale[i] && !concat[i]) continue;
       auto rit = readers_.find(g_.nodes[i].outputs[0]);
       if (rit == readers_.end()) continue;
       for (size_t j : rit->second)
@@ -335,7 +337,17 @@ class Fuser {
       Node& p = g_.nodes[i];
       if (!wants[i]) continue;
       int64_t c = 0;
-      if (pool[i] || scale[i]) {
+      std::vector<int64_t> parts;  // a concat's input channel counts
+      if (concat[i]) {
+        for (const std::string& in : p.inputs) {
+          auto cit = channels.find(in);
+          if (cit == channels.end()) break;
+          parts.push_back(cit->second);
+          c += cit->second;
+        }
+        // Every input is a blocked conv output (block_concatenable, and wants[i] made them so).
+        if (parts.size() != p.inputs.size()) throw Error("block_layouts: a concat input did not go blocked");
+      } else if (pool[i] || scale[i]) {
         auto cit = channels.find(p.inputs[pool[i] ? 0 : scale_x[i]]);
         if (cit == channels.end()) continue;  // its input stays NCHW: so does it
         c = cit->second;
@@ -355,7 +367,7 @@ class Fuser {
         for (size_t k = 0; k < r.inputs.size(); ++k) {
           if (r.inputs[k] != v || !takes_blocked(j, k)) continue;
           r.inputs[k] = bv;
-          if (pool[j] || scale[j]) continue;  // marked when its turn comes
+          if (pool[j] || scale[j] || concat[j]) continue;  // marked when its turn comes
           if (global[j]) {
             as_blocked_pool(r, "BlockedGlobalPool", r.op_type == "GlobalMaxPool", blk, c);
             continue;
@@ -367,6 +379,12 @@ class Fuser {
       p.outputs[0] = bv;
       if (pool[i]) {
         as_blocked_pool(p, "BlockedPool", p.op_type == "MaxPool", blk, c);
+      } else if (concat[i]) {
+        p.attributes.clear();
+        p.set_attr(Attribute::make_int("block", blk));
+        p.set_attr(Attribute::make_ints("channels", parts));
+        p.op_type = "BlockedConcat";
+        p.domain = kInternalDomain;
       } else if (scale[i]) {
         if (scale_x[i] != 0) std::swap(p.inputs[0], p.inputs[1]);  // X first
         p.set_attr(Attribute::make_int("block", blk));
@@ -459,6 +477,28 @@ class Fuser {
       if (w && w->rank() == 4 && w->dim(0) == c) return x;
     }
     return std::nullopt;
+  }
+
+  // A Concat on the channel axis of conv outputs that may all go blocked, each but the last of
+  // whole blocks of channels (so that the blocks of each follow the last one's): concatenates
+  // blocked activations block by block (BlockedConcat). SqueezeNet's fire modules, GoogLeNet's and
+  // Inception's branches, DenseNet's growing features.
+  bool block_concatenable(const Node& n, int64_t blk) const {
+    if (!default_domain(n) || n.op_type != "Concat" || n.inputs.size() < 2 || n.outputs.size() != 1 || n.outputs[0].empty())
+      return false;
+    const int64_t axis = n.attr_int("axis", 1);
+    if (axis != 1 && axis != -3) return false;
+    std::set<std::string> seen;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k].empty() || !seen.insert(n.inputs[k]).second) return false;
+      auto p = producer_.find(n.inputs[k]);
+      if (p == producer_.end()) return false;
+      const Node& c = g_.nodes[p->second];
+      if (!blockable(c, blk, false) || int8_conv(c)) return false;
+      const int64_t ch = constant(c.inputs[1])->dim(0);
+      if (k + 1 < n.inputs.size() && ch % blk != 0) return false;
+    }
+    return true;
   }
 
   // A GlobalAveragePool or GlobalMaxPool: reads blocked activations as well (BlockedGlobalPool).

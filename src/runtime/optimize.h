@@ -81,7 +81,10 @@
 //   ai.torch2onnx.internal::BlockedScale(X, S)  [block, channels]
 // with X and its output blocked (EfficientNet and MobileNetV3 blocks keep their layout from the
 // expansion to the projection); an S that is not one value per channel (and image) is multiplied
-// as Mul would, the output's layout then following the broadcast shape.
+// as Mul would, the output's layout then following the broadcast shape. A Concat on the channel
+// axis of such convs' outputs, each but the last of whole blocks, becomes
+//   ai.torch2onnx.internal::BlockedConcat(X...)  [block, channels = each input's count]
+// which lays the inputs' blocks one after the other (SqueezeNet, GoogLeNet, Inception).
 #include "ir/graph.h"
 
 namespace t2o {

@@ -633,6 +633,62 @@ TEST(RuntimeFusion, SqueezeExcitationScaleStaysBlocked) {
   }
 }
 
+// Concat on the channel axis of conv outputs (SqueezeNet's fire modules, GoogLeNet's branches)
+// concatenates blocked activations (BlockedConcat) when every input but the last has whole
+// blocks of channels, so the conv after reads them with no reorder: against the reference over
+// two to three inputs, a last input of a partial block, two images, axis 1 and -3, at 1 and 2
+// threads. A first input of a partial block, or an input that is not a conv's output, leaves the
+// Concat as it is.
+TEST(RuntimeFusion, ConcatOfConvOutputsStaysBlocked) {
+  std::mt19937 g(59);
+  const int64_t blk = kern::channel_block();
+  for (int iter = 0; iter < 12; ++iter) {
+    auto pick = [&](int lo, int hi) { return static_cast<int64_t>(std::uniform_int_distribution<int>(lo, hi)(g)); };
+    const int64_t n = pick(1, 2), h = pick(3, 12), w = pick(3, 12);
+    const int inputs = iter % 2 == 0 ? 2 : 3;
+    const bool partial_first = iter % 6 == 4, plain_input = iter % 6 == 5;
+    std::vector<int64_t> ch;
+    for (int k = 0; k < inputs; ++k) ch.push_back(k + 1 < inputs ? (partial_first && k == 0 ? 24 : 16 * pick(1, 3)) : 8 * pick(1, 5));
+    Builder b;
+    b.input("x", {n, 8, h, w});
+    b.init("ws", random_uniform(g, {16, 8, 1, 1}));
+    b.add(test::make_node("Conv", {"x", "ws"}, {"sq"}));
+    b.add(test::make_node("Relu", {"sq"}, {"s"}));
+    std::vector<std::string> cat;
+    for (int k = 0; k < inputs; ++k) {
+      const std::string id = std::to_string(k);
+      const int64_t kk = k + 1 == inputs ? 1 : k == 0 ? 3 : 1;  // a 3x3 conv writes blocked for whole blocks only
+      if (plain_input && k == inputs - 1) {  // a Relu of the input: not a conv's output
+        b.add(test::make_node("Relu", {"x"}, {"e" + id}));
+        ch[static_cast<size_t>(k)] = 8;
+      } else {
+        b.init("we" + id, random_uniform(g, {ch[static_cast<size_t>(k)], 16, kk, kk}));
+        b.add(test::make_node("Conv", {"s", "we" + id}, {"c" + id}, {Attribute::make_ints("pads", {kk / 2, kk / 2, kk / 2, kk / 2})}));
+        b.add(test::make_node("Relu", {"c" + id}, {"e" + id}));
+      }
+      cat.push_back("e" + id);
+    }
+    b.add(test::make_node("Concat", cat, {"cat"}, {Attribute::make_int("axis", iter % 3 == 1 ? -3 : 1)}));
+    int64_t total = 0;
+    for (int64_t c : ch) total += c;
+    b.init("w2", random_uniform(g, {16, total, 1, 1}));
+    b.add(test::make_node("Conv", {"cat", "w2"}, {"y"}));
+    b.output("y");
+    std::map<std::string, RValue> feeds{{"x", random_uniform(g, {n, 8, h, w})}};
+    std::string what = "iter " + std::to_string(iter) + " channels";
+    for (int64_t c : ch) what += " " + std::to_string(c);
+    auto want = run(b.m, false, feeds, 1);
+    for (int threads : {1, 2}) {
+      auto got = run(b.m, true, feeds, threads);
+      expect_close_f32(want.at("y").tensor, got.at("y").tensor, what + " threads " + std::to_string(threads));
+    }
+    const bool blocked = blk == 16 && !partial_first && !plain_input;
+    Graph g2 = rewritten(b.m);
+    EXPECT_EQ(count_op(g2, "BlockedConcat"), blocked ? 1 : 0) << what;
+    if (blocked) EXPECT_EQ(count_op(g2, "FromBlocked"), 0) << what;
+  }
+}
+
 // Attention as PyTorch exports multi-head attention (Transposes of q, k, v, MatMul, scale,
 // mask, Softmax, MatMul, Transpose back) runs as one internal::Attention: against the reference
 // over sequence lengths and head sizes that do not fill a vector (and exceed one block of 64),

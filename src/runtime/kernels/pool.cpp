@@ -454,6 +454,58 @@ class LrnKernel : public OpKernel {
   double alpha_, beta_, bias_;
 };
 
+// ai.torch2onnx.internal::BlockedConcat (block, channels = each input's channel count): Concat
+// on the channel axis of channel-blocked inputs ([N, C_k/b, H, W, b]), every input but the last
+// of whole blocks: per image, the inputs' blocks one after the other (runtime/optimize.h).
+class BlockedConcatKernel : public OpKernel {
+ public:
+  explicit BlockedConcatKernel(const KernelInfo& info) {
+    blk_ = info.node.attr_int("block", 0);
+    channels_ = info.node.attr_ints("channels");
+    if (blk_ < 1 || blk_ > 64 || channels_.size() != info.node.inputs.size())
+      throw Error(info.node.describe() + ": needs a block of 1..64 and one channel count per input");
+    for (size_t k = 0; k < channels_.size(); ++k)
+      if (channels_[k] < 1 || (k + 1 < channels_.size() && channels_[k] % blk_ != 0))
+        throw Error(info.node.describe() + ": every input but the last needs whole blocks of channels");
+  }
+  void run(KernelContext& ctx) override {
+    const Tensor& x0 = ctx.input(0);
+    int64_t cb = 0;
+    for (size_t k = 0; k < channels_.size(); ++k) {
+      const Tensor& x = ctx.input(static_cast<int>(k));
+      const int64_t xb = (channels_[k] + blk_ - 1) / blk_;
+      if (x.dtype() != DType::Float || x.rank() != 5 || x.dim(4) != blk_ || x.dim(1) != xb || x.dim(0) != x0.dim(0) ||
+          x.dim(2) != x0.dim(2) || x.dim(3) != x0.dim(3))
+        ctx.fail("input " + std::to_string(k) + " is " + dims_to_string(x.dims()) + ", expected f32 [" +
+                 std::to_string(x0.dim(0)) + ", " + std::to_string(xb) + ", " + std::to_string(x0.dim(2)) + ", " +
+                 std::to_string(x0.dim(3)) + ", " + std::to_string(blk_) + "]");
+      cb += xb;
+    }
+    const int64_t n = x0.dim(0), plane = x0.dim(2) * x0.dim(3) * blk_;
+    Tensor& y = ctx.allocate_output_uninit(0, DType::Float, {n, cb, x0.dim(2), x0.dim(3), blk_});
+    float* yp = y.data<float>();
+    // One copy per image and input: its blocks are contiguous on both sides.
+    const int64_t jobs = n * static_cast<int64_t>(channels_.size());
+    const int threads = kern::task_threads_for(ctx.threads(), kern::work_us(0, 8.0 * static_cast<double>(y.numel())));
+    kern::parallel_for(jobs, threads, 1, [&](int64_t j0, int64_t j1) {
+      for (int64_t j = j0; j < j1; ++j) {
+        const int64_t img = j / static_cast<int64_t>(channels_.size());
+        const size_t k = static_cast<size_t>(j % static_cast<int64_t>(channels_.size()));
+        int64_t off = 0;
+        for (size_t q = 0; q < k; ++q) off += channels_[q] / blk_;
+        const Tensor& x = ctx.input(static_cast<int>(k));
+        const int64_t xb = x.dim(1);
+        std::memcpy(yp + (img * cb + off) * plane, x.data<float>() + img * xb * plane,
+                    static_cast<size_t>(xb * plane) * sizeof(float));
+      }
+    });
+  }
+
+ private:
+  int64_t blk_ = 0;
+  std::vector<int64_t> channels_;
+};
+
 // ai.torch2onnx.internal::BlockedScale (block, channels): Mul(X, S) with X channel-blocked
 // ([N, C/b, H, W, b]) and its output blocked too: a squeeze-and-excitation scale between two
 // convs (runtime/optimize.h). S of one value per channel (and image) scales each pixel's lanes;
@@ -548,6 +600,7 @@ void register_pool_kernels(KernelRegistry& r) {
   r.add(kInternalDomain, "BlockedPool", 1, make_blocked_pool);
   r.add(kInternalDomain, "BlockedGlobalPool", 1, factory_of<BlockedGlobalPoolKernel>());
   r.add(kInternalDomain, "BlockedScale", 1, factory_of<BlockedScaleKernel>());
+  r.add(kInternalDomain, "BlockedConcat", 1, factory_of<BlockedConcatKernel>());
 }
 
 }  // namespace t2o
