@@ -134,6 +134,22 @@ void add_tail(Builder& b, Tail t) {
 
 bool uses_residual(Tail t) { return t == Tail::AddRelu || t == Tail::AddFirst || t == Tail::AddClip || t == Tail::ReluAdd; }
 
+// Element by element within 1e-4 relative (plus 1e-4 absolute), NaN where the reference has NaN
+// and the same infinity where it has one.
+void expect_nan_close(const Tensor& want, const Tensor& got, const std::string& what) {
+  ASSERT_EQ(want.dims(), got.dims()) << what;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const float wv = want.data<float>()[i], gv = got.data<float>()[i];
+    ASSERT_EQ(std::isnan(wv), std::isnan(gv)) << what << " at " << i;
+    if (std::isnan(wv)) continue;
+    if (std::isinf(wv)) {  // an infinite input can reach the output through a Relu
+      ASSERT_EQ(wv, gv) << what << " at " << i;
+      continue;
+    }
+    ASSERT_NEAR(wv, gv, 1e-4 * (1 + std::fabs(wv))) << what << " at " << i;
+  }
+}
+
 TEST(RuntimeFusion, FusedMatchesReferenceOnRandomShapes) {
   std::mt19937 g(7);
   for (int iter = 0; iter < 60; ++iter) {
@@ -618,14 +634,7 @@ TEST(RuntimeFusion, SqueezeExcitationScaleStaysBlocked) {
     auto want = run(b.m, false, feeds, 1);
     for (int threads : {1, 2}) {
       auto got = run(b.m, true, feeds, threads);
-      const Tensor& wt = want.at("y").tensor;
-      const Tensor& gt = got.at("y").tensor;
-      ASSERT_EQ(wt.dims(), gt.dims()) << what;
-      for (int64_t i = 0; i < wt.numel(); ++i) {
-        const float wv = wt.data<float>()[i], gv = gt.data<float>()[i];
-        ASSERT_EQ(std::isnan(wv), std::isnan(gv)) << what << " threads " << threads << " at " << i;
-        if (!std::isnan(wv)) ASSERT_NEAR(wv, gv, 1e-4 * (1 + std::fabs(wv))) << what << " threads " << threads << " at " << i;
-      }
+      expect_nan_close(want.at("y").tensor, got.at("y").tensor, what + " threads " + std::to_string(threads));
     }
     Graph g2 = rewritten(b.m);
     EXPECT_EQ(count_op(g2, "BlockedScale"), 1) << what;
@@ -910,19 +919,7 @@ TEST(RuntimeFusion, DepthwiseMatchesReference) {
     auto want = run(b.m, false, feeds, 1);
     for (int threads : {1, 2}) {
       auto got = run(b.m, true, feeds, threads);
-      const Tensor& wt = want.at("y").tensor;
-      const Tensor& gt = got.at("y").tensor;
-      ASSERT_EQ(wt.dims(), gt.dims()) << what;
-      for (int64_t i = 0; i < wt.numel(); ++i) {
-        const float wv = wt.data<float>()[i], gv = gt.data<float>()[i];
-        ASSERT_EQ(std::isnan(wv), std::isnan(gv)) << what << " threads " << threads << " at " << i;
-        if (std::isnan(wv)) continue;
-        if (std::isinf(wv)) {  // an infinite input can reach the output through a Relu
-          ASSERT_EQ(wv, gv) << what << " threads " << threads << " at " << i;
-          continue;
-        }
-        ASSERT_NEAR(wv, gv, 1e-4 * (1 + std::fabs(wv))) << what << " threads " << threads << " at " << i;
-      }
+      expect_nan_close(want.at("y").tensor, got.at("y").tensor, what + " threads " + std::to_string(threads));
     }
   }
   EXPECT_GT(expected, 100);

@@ -3,6 +3,8 @@
 // __builtin_cpu_supports("avx512f"); the rest of the build targets baseline x86-64).
 #include <immintrin.h>
 
+#include <cstdint>
+
 #define T2O_AVX512 __attribute__((target("avx512f")))
 
 // GCC 12's AVX-512 min/max/roundscale intrinsics pass an uninitialised "undefined" vector that
@@ -103,6 +105,18 @@ T2O_AVX512 inline __m512 gelu_erf512(__m512 x) {
   __m512 one_plus = _mm512_mask_sub_ps(erfc, pos, _mm512_set1_ps(2.0f), erfc);
   one_plus = _mm512_mask_mov_ps(one_plus, tiny, zero);
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), one_plus);
+}
+
+// y[i] = f(y[i]) for i < n in place, 16 at a time (f: a functor whose operator() maps a vector;
+// declared T2O_AVX512 so that it inlines here).
+template <typename F>
+T2O_AVX512 inline void map512_inplace(float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, f(_mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, f(_mm512_maskz_loadu_ps(m, y + i)));
+  }
 }
 
 T2O_AVX512_WARNINGS_ON

@@ -114,14 +114,10 @@ class PackedBKernel : public OpKernel {
 T2O_AVX512_WARNINGS_OFF
 
 // y = GELU(y) in place, 16 values at a time.
-T2O_AVX512 void gelu_range(float* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, gelu_erf512(_mm512_loadu_ps(y + i)));
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(y + i, m, gelu_erf512(_mm512_maskz_loadu_ps(m, y + i)));
-  }
-}
+struct GeluVec {
+  T2O_AVX512 __m512 operator()(__m512 v) const { return gelu_erf512(v); }
+};
+T2O_AVX512 void gelu_range(float* y, int64_t n) { map512_inplace(y, n, GeluVec{}); }
 
 T2O_AVX512_WARNINGS_ON
 
