@@ -2,7 +2,7 @@
 
     /usr/bin/python3 bench/models.py export OUT_DIR [--t2o TORCH2ONNX] [NAME...]
                        # NAME.pt, NAME.onnx (torch2onnx's with --t2o, else torch.onnx.export's), NAME.bB.npy
-    /usr/bin/python3 bench/models.py list                        # the default NAME@BATCH list
+    /usr/bin/python3 bench/models.py list [extra]                # the default NAME@BATCH list (or the extra models)
     /usr/bin/python3 bench/models.py time MODEL.pt INPUT.npy THREADS ITERS [OUT.npy]
     /usr/bin/python3 bench/models.py export-time OUT_DIR NAME REPEATS  # torch.onnx.export, median of REPEATS
 
@@ -100,6 +100,22 @@ MODELS = {
     # 2-layer LSTM, hidden 512, 100 steps (time first)
     "lstm": (Lstm, lambda b: torch.randn(100, b, 512), "script", "input"),
 }
+
+
+def _tv(name, **kw):
+    return lambda: getattr(torchvision.models, name)(weights=None, **kw)
+
+
+# Other torchvision classifiers, not benchmarked by default (`list extra`): squeeze-and-excitation
+# with SiLU / HardSwish, 5x5 depthwise, channel concatenation, grouped convs, 7x7 depthwise with
+# channels-last LayerNorm, windowed attention.
+EXTRA = ["efficientnet_b0", "mobilenet_v3_large", "mnasnet1_0", "regnet_y_400mf", "squeezenet1_1",
+         "shufflenet_v2_x1_0", "googlenet", "densenet121", "resnext50_32x4d", "inception_v3", "convnext_tiny",
+         "swin_t"]
+for _n in EXTRA:
+    _kw = {"aux_logits": False, "init_weights": True} if _n in ("googlenet", "inception_v3") else {}
+    _size = 299 if _n == "inception_v3" else 224
+    MODELS[_n] = (_tv(_n, **_kw), lambda b, s=_size: torch.randn(b, 3, s, s), "trace", "x")
 # Models benchmarked by default and at which batch sizes (BERT/ViT/GPT at 8 take seconds a run).
 DEFAULT = ["resnet18", "resnet50", "mobilenet_v2", "bert", "vit_b_16", "gpt", "lstm"]
 BATCHES = {"lstm": (1, 8), "bert": (1, 8), "resnet50": (1, 8)}
@@ -193,7 +209,8 @@ if __name__ == "__main__":
             t2o, args = args[1], args[2:]
         export(sys.argv[2], args, t2o)
     elif sys.argv[1] == "list":
-        print(" ".join(f"{n}@{b}" for n in DEFAULT for b in BATCHES.get(n, (1,))))
+        names = EXTRA if sys.argv[2:] == ["extra"] else DEFAULT
+        print(" ".join(f"{n}@{b}" for n in names for b in BATCHES.get(n, (1,))))
     elif sys.argv[1] == "export-time":
         export_time(*sys.argv[2:])
     elif sys.argv[1] == "time":
