@@ -295,15 +295,16 @@ class Fuser {
   }
 
   // Channel-blocked activations between convs: a conv whose output some conv reads (as X or as
-  // the residual), directly or through 2-d MaxPool / AveragePool nodes or a squeeze-and-excitation
-  // scale, writes it blocked under a new name, and so do those pools (as BlockedPool) and scales
-  // (as BlockedScale); readers that want NCHW get it through a FromBlocked node under the original
-  // name. Returns how many values went blocked.
+  // the residual), directly or through 2-d MaxPool / AveragePool nodes, a squeeze-and-excitation
+  // scale or a channel Concat, writes it blocked under a new name, and so do those pools (as
+  // BlockedPool), scales (as BlockedScale) and concats (as BlockedConcat); readers that want NCHW
+  // get it through a FromBlocked node under the original name. Returns how many values went
+  // blocked.
   int block_layouts(int64_t blk) {
     // cand: may write its output blocked (and take a blocked residual); reads: may read X blocked;
     // pool: passes the layout of X through to its output; global: a global pool, which reads X
     // blocked and writes its plain [N, C, 1, 1] result; scale: a squeeze-and-excitation Mul,
-    // which passes the layout of its input scale_x through.
+    // which passes the layout of its input scale_x through; concat: joins blocked conv outputs.
     size_t n = g_.nodes.size();
     std::vector<bool> cand(n), reads(n), pool(n), global(n), scale(n), concat(n);
     std::vector<size_t> scale_x(n);
@@ -447,6 +448,16 @@ class Fuser {
     return (input ? cin_g * group : cout) % blk == 0 || pointwise || depthwise;
   }
 
+  // The output channels of the float conv (constant weights) that produces v and may write it
+  // blocked, or 0 when v has no such producer.
+  int64_t blockable_conv_channels(const std::string& v, int64_t blk) const {
+    auto p = producer_.find(v);
+    if (p == producer_.end()) return 0;
+    const Node& c = g_.nodes[p->second];
+    if (!blockable(c, blk, false) || int8_conv(c)) return 0;
+    return constant(c.inputs[1])->dim(0);
+  }
+
   // A squeeze-and-excitation scale (EfficientNet, MobileNetV3, RegNetY): Mul(X, S) or Mul(S, X)
   // where X is the output of a conv that may write blocked activations and S = Sigmoid or
   // HardSigmoid of a conv with constant weights of as many output channels as X has, so [N, C, 1, 1]
@@ -455,15 +466,8 @@ class Fuser {
     if (!default_domain(n) || n.op_type != "Mul" || n.inputs.size() != 2 || n.outputs.size() != 1 ||
         n.outputs[0].empty() || n.inputs[0] == n.inputs[1])
       return std::nullopt;
-    auto conv_channels = [&](const std::string& v) -> int64_t {
-      auto p = producer_.find(v);
-      if (p == producer_.end()) return 0;
-      const Node& c = g_.nodes[p->second];
-      if (!blockable(c, blk, false) || int8_conv(c)) return 0;
-      return constant(c.inputs[1])->dim(0);
-    };
     for (size_t x = 0; x < 2; ++x) {
-      const int64_t c = conv_channels(n.inputs[x]);
+      const int64_t c = blockable_conv_channels(n.inputs[x], blk);
       auto sp = producer_.find(n.inputs[1 - x]);
       if (c == 0 || sp == producer_.end()) continue;
       const Node& sg = g_.nodes[sp->second];
@@ -482,7 +486,7 @@ class Fuser {
   // A Concat on the channel axis of conv outputs that may all go blocked, each but the last of
   // whole blocks of channels (so that the blocks of each follow the last one's): concatenates
   // blocked activations block by block (BlockedConcat). SqueezeNet's fire modules, GoogLeNet's and
-  // Inception's branches, DenseNet's growing features.
+  // Inception's branches (not DenseNet's, which join a pooled input).
   bool block_concatenable(const Node& n, int64_t blk) const {
     if (!default_domain(n) || n.op_type != "Concat" || n.inputs.size() < 2 || n.outputs.size() != 1 || n.outputs[0].empty())
       return false;
@@ -491,12 +495,8 @@ class Fuser {
     std::set<std::string> seen;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       if (n.inputs[k].empty() || !seen.insert(n.inputs[k]).second) return false;
-      auto p = producer_.find(n.inputs[k]);
-      if (p == producer_.end()) return false;
-      const Node& c = g_.nodes[p->second];
-      if (!blockable(c, blk, false) || int8_conv(c)) return false;
-      const int64_t ch = constant(c.inputs[1])->dim(0);
-      if (k + 1 < n.inputs.size() && ch % blk != 0) return false;
+      const int64_t ch = blockable_conv_channels(n.inputs[k], blk);
+      if (ch == 0 || (k + 1 < n.inputs.size() && ch % blk != 0)) return false;
     }
     return true;
   }

@@ -173,7 +173,6 @@ bool has_sum(const std::vector<ConvPostOp>& post) {
   return false;
 }
 
-
 // SiLU over n floats in place. oneDNN's swish post-op took 0.67 ms over EfficientNet-B0's
 // 112 x 112 x 96 expansion on a Zen 4 core (the conv itself 0.43 ms); this pass about 0.35 ms.
 T2O_AVX512_WARNINGS_OFF
@@ -277,7 +276,8 @@ struct DnnlConv::Impl {
   // post-op (`own_swish`); `dnnl_post` is then what oneDNN applies. It does on one thread and in
   // the parts of a conv cut into tasks, where the output is in the cache of the thread that wrote
   // it; a primitive run on several threads keeps oneDNN's post-op, which scales with it
-  // (EfficientNet-B0 at 2 threads, 56 x 56 x 24 -> 144: 385 us against 411 with the pass).
+  // (EfficientNet-B0 at 2 threads, 112 x 112 x 16 -> 96: 536-620 us against 611-723 with the pass;
+  // 56 x 56 x 24 -> 144: 250-306 against 284-334).
   bool own_swish = false;
   std::vector<ConvPostOp> dnnl_post;
   int64_t src_blk = 0, dst_blk = 0, res_blk = 0;

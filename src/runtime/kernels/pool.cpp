@@ -464,9 +464,13 @@ class BlockedConcatKernel : public OpKernel {
     channels_ = info.node.attr_ints("channels");
     if (blk_ < 1 || blk_ > 64 || channels_.size() != info.node.inputs.size())
       throw Error(info.node.describe() + ": needs a block of 1..64 and one channel count per input");
-    for (size_t k = 0; k < channels_.size(); ++k)
+    int64_t off = 0;
+    for (size_t k = 0; k < channels_.size(); ++k) {
       if (channels_[k] < 1 || (k + 1 < channels_.size() && channels_[k] % blk_ != 0))
         throw Error(info.node.describe() + ": every input but the last needs whole blocks of channels");
+      first_block_.push_back(off);
+      off += channels_[k] / blk_;
+    }
   }
   void run(KernelContext& ctx) override {
     const Tensor& x0 = ctx.input(0);
@@ -491,11 +495,9 @@ class BlockedConcatKernel : public OpKernel {
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t img = j / static_cast<int64_t>(channels_.size());
         const size_t k = static_cast<size_t>(j % static_cast<int64_t>(channels_.size()));
-        int64_t off = 0;
-        for (size_t q = 0; q < k; ++q) off += channels_[q] / blk_;
         const Tensor& x = ctx.input(static_cast<int>(k));
         const int64_t xb = x.dim(1);
-        std::memcpy(yp + (img * cb + off) * plane, x.data<float>() + img * xb * plane,
+        std::memcpy(yp + (img * cb + first_block_[k]) * plane, x.data<float>() + img * xb * plane,
                     static_cast<size_t>(xb * plane) * sizeof(float));
       }
     });
@@ -504,6 +506,7 @@ class BlockedConcatKernel : public OpKernel {
  private:
   int64_t blk_ = 0;
   std::vector<int64_t> channels_;
+  std::vector<int64_t> first_block_;  // each input's first block in the output
 };
 
 // ai.torch2onnx.internal::BlockedScale (block, channels): Mul(X, S) with X channel-blocked
