@@ -269,7 +269,34 @@ def _number_input(p, a, v):
     return _typed_inputs(p, a.name, a.type, v, [])
 
 
-def _scripted_with_constants(p, sm, schema_args, given):
+_PLAIN_KINDS = {"TensorType", "IntType", "FloatType", "BoolType", "NumberType", "StringType", "NoneType"}
+
+
+def _plain_type(t):
+    """A type a graph input can take: tensors, numbers, strings, None and Optional/List/Tuple of them."""
+    k = t.kind()
+    if k in _PLAIN_KINDS:
+        return True
+    if k == "TupleType" and not t.annotation_str.startswith("Tuple["):
+        return False  # named tuples (PackedSequence)
+    return k in ("OptionalType", "ListType", "TupleType") and all(_plain_type(c) for c in t.containedTypes())
+
+
+def _forward_method(sm):
+    """The method the converter reads as forward (the C++ front end's choice): `forward`, or of an
+    overloaded forward (a scripted nn.LSTM) the first overload whose arguments are all plain."""
+    names = sm._c._method_names()
+    if "forward" in names:
+        return "forward"
+    k = 0
+    while f"forward__{k}" in names:
+        if all(_plain_type(a.type) for a in getattr(sm, f"forward__{k}").schema.arguments[1:]):
+            return f"forward__{k}"
+        k += 1
+    raise UsageError("the scripted module has no forward() method", "script a module that defines forward()")
+
+
+def _scripted_with_constants(p, sm, schema_args, given, method="forward"):
     """A scripted wrapper calling `sm` with the non-tensor arguments as literals (numbers that are
     graph inputs stay arguments)."""
     global _wrapper_count
@@ -289,7 +316,7 @@ def _scripted_with_constants(p, sm, schema_args, given):
               f"        super().__init__()\n"
               f"        self.inner = inner\n\n"
               f"    def forward(self, {', '.join(params)}):\n"
-              f"        return self.inner({', '.join(call)})\n")
+              f"        return self.inner{'' if method == 'forward' else '.' + method}({', '.join(call)})\n")
     # TorchScript reads a class's source through linecache: register it under a file name of ours.
     filename = f"<torch2onnx constants {_wrapper_count}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -513,7 +540,8 @@ def _prepare_scripted(p, sm, args, kwargs, work_dir, keep_file=False):
 
 
 def _save_scripted(p, sm, args, kwargs, work_dir, keep_file):
-    schema_args = sm.forward.schema.arguments[1:]
+    method = _forward_method(sm)
+    schema_args = getattr(sm, method).schema.arguments[1:]
     sig = inspect.Signature([inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                                default=a.default_value if a.has_default_value() else
                                                inspect.Parameter.empty) for a in schema_args])
@@ -532,7 +560,7 @@ def _save_scripted(p, sm, args, kwargs, work_dir, keep_file):
         elif not (a.has_default_value() and a.default_value == v):
             needs_wrapper = True
     if needs_wrapper:
-        sm = _scripted_with_constants(p, sm, schema_args, given).eval()
+        sm = _scripted_with_constants(p, sm, schema_args, given, method).eval()
         keep_file = False
     p.inputs = flat
     if not keep_file:

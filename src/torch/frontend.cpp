@@ -93,6 +93,42 @@ tj::Module load_module(const std::string& path) {
   return module;
 }
 
+namespace {
+// A type a graph input can take: tensors, numbers, strings, None, and Optional / List / Tuple of
+// those; not classes, nor named tuples (a PackedSequence).
+bool plain_input_type(const c10::TypePtr& t) {
+  using K = c10::TypeKind;
+  switch (t->kind()) {
+    case K::TensorType: case K::IntType: case K::FloatType: case K::BoolType: case K::NumberType:
+    case K::StringType: case K::NoneType:
+      return true;
+    case K::OptionalType: case K::ListType:
+      return plain_input_type(t->containedType(0));
+    case K::TupleType: {
+      if (t->expect<c10::TupleType>()->schema()) return false;
+      for (const auto& e : t->containedTypes())
+        if (!plain_input_type(e)) return false;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+std::string forward_method_name(const tj::Module& module) {
+  if (module.find_method("forward")) return "forward";
+  for (int k = 0;; ++k) {
+    std::string name = "forward__" + std::to_string(k);
+    auto m = module.find_method(name);
+    if (!m) return {};
+    const auto& args = m->function().getSchema().arguments();
+    bool plain = true;
+    for (size_t i = 1; i < args.size(); ++i) plain = plain && plain_input_type(args[i].type());
+    if (plain) return name;
+  }
+}
+
 PreparedGraph load_and_prepare(const std::string& path, const std::function<void(const std::string&)>& warn,
                                const std::string& weights, bool keep_training) {
   tj::Module module = load_module(path);
@@ -110,15 +146,19 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
   }
   if (keep_training) module.train();
   else module.eval();
-  if (!module.find_method("forward")) throw InputError("TorchScript file '" + path + "' has no forward() method");
+  const std::string forward = forward_method_name(module);
+  if (forward.empty()) throw InputError("TorchScript file '" + path + "' has no forward() method");
+  if (forward != "forward")
+    warn("forward() is overloaded (as a scripted nn.LSTM's is); converting the overload '" + forward +
+         "', the first that takes tensors");
   tj::Module frozen;
   try {
-    frozen = tj::freeze_module(module);
+    frozen = forward == "forward" ? tj::freeze_module(module) : tj::freeze_module(module, {forward});
   } catch (const c10::Error& e) {
     std::string msg = e.what_without_backtrace();
     throw Error("cannot freeze the model: " + msg.substr(0, msg.find('\n')));
   }
-  auto method = frozen.get_method("forward");
+  auto method = frozen.get_method(forward);
   PreparedGraph p;
   p.module = module;
   p.graph = method.graph()->copy();

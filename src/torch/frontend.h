@@ -31,6 +31,11 @@ torch::jit::Module load_module(const std::string& path);
 // the library's path, or "" when none loads.
 std::string load_torchvision_ops();
 
+// The method that converts as the model's forward: "forward", or for a module whose forward is
+// overloaded (a scripted nn.LSTM / nn.GRU: forward__0 takes a Tensor, forward__1 a PackedSequence)
+// the first overload whose arguments are all tensors, numbers or containers of them. "" when none.
+std::string forward_method_name(const torch::jit::Module& module);
+
 // Throws InputError for files libtorch cannot load. Warnings go to `warn`.
 // `weights`: a state_dict file loaded into the module (strictly) before freezing.
 // `training`: keep training-mode behaviour (ConvertOptions::training) instead of eval semantics.

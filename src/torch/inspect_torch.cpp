@@ -52,7 +52,7 @@ TorchFileReport inspect_torch_file(const std::string& path) {
     for (const auto& b : m.named_buffers(true)) rep.tensors.push_back(entry(b.name, b.value));
     for (const auto& s : m.named_modules())
       if (s.value.is_training()) rep.training_modules.push_back(s.name.empty() ? "(root)" : s.name);
-    if (auto f = m.find_method("forward")) {
+    if (auto f = m.find_method(forward_method_name(m))) {
       const auto& args = f->function().getSchema().arguments();
       for (size_t i = 1; i < args.size(); ++i) rep.forward_args.push_back(args[i].name() + ": " + args[i].type()->str());
     }

@@ -117,6 +117,26 @@ def test_traced_packed_rnn_without_a_state_runs_at_any_batch(tmp_path, cell):
           rtol=1e-4, atol=1e-5, input_names=["x", "lengths"], dynamic_axes={"x": [0, 1], "lengths": [0]})
 
 
+@pytest.mark.parametrize("cell", [torch.nn.LSTM, torch.nn.GRU])
+def test_scripted_rnn_with_an_overloaded_forward(tmp_path, cell):
+    # torch.jit.script(nn.LSTM) has no forward, only forward__0 (Tensor) and forward__1 (PackedSequence).
+    torch.manual_seed(2)
+    kw = {"proj_size": 4} if cell is torch.nn.LSTM else {}
+    m = cell(6, 8, 2, batch_first=True, **kw).eval()
+    sm = torch.jit.script(m)
+    assert "forward" not in sm._c._method_names()
+    p = tmp_path / "rnn.onnx"
+    with pytest.warns(torch2onnx.ConversionWarning, match="forward__0"):
+        torch2onnx.export(sm, (torch.randn(3, 5, 6),), p, input_names=["x"], dynamic_axes={"x": [0, 1]})
+    x = torch.randn(2, 9, 6)
+    with torch.no_grad():
+        want = flat(m(x))
+    got = ort.run(p, [x.numpy()])
+    assert len(got) == len(want) == (3 if cell is torch.nn.LSTM else 2)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
 class Stft(torch.nn.Module):
     def forward(self, x):
         return torch.stft(x, n_fft=16, hop_length=4, center=False, return_complex=False)
