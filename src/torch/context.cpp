@@ -487,7 +487,16 @@ void Ctx::convert_node_impl(TNode* n) {
       vals_[o] = p;
     }
   };
-  if (poisoned) return poison();
+  if (poisoned) {
+    // What the node writes into (a dict's _set_item, a list's append, an in-place op) is poisoned
+    // too: left as it was, it would be read later as if the write had happened.
+    if (const c10::FunctionSchema* schema = n->maybeSchema())
+      for (size_t i = 0; i < schema->arguments().size() && i < n->inputs().size(); ++i) {
+        const auto* alias = schema->arguments()[i].alias_info();
+        if (alias && alias->isWrite()) vals_[n->input(i)].poisoned = true;
+      }
+    return poison();
+  }
   if (n->kind() == c10::prim::Constant) {
     set(n->output(), TV::constant(torch::jit::toIValue(n->output()).value()));
     return;
@@ -710,10 +719,17 @@ void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::functio
     return poison();
   } catch (const InputError&) {
     throw;
-  } catch (const Error& e) {
-    throw Error(kind + (src.empty() ? "" : " (" + src + ")") + ": " + e.what(), e.hint(), e.exit_code());
-  } catch (const c10::Error& e) {
-    throw Error(kind + (src.empty() ? "" : " (" + src + ")") + ": " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    // After an op that could not be converted, values it would have changed in place (a list it
+    // appends to) may be missing what they should hold: a failure here may be a consequence, and
+    // the report of the unconverted ops is what says what to change.
+    if (!unsupported.empty() || !opset_errors.empty()) return poison();
+    if (const auto* err = dynamic_cast<const Error*>(&e))
+      throw Error(kind + (src.empty() ? "" : " (" + src + ")") + ": " + err->what(), err->hint(), err->exit_code());
+    if (const auto* err = dynamic_cast<const c10::Error*>(&e))
+      throw Error(kind + (src.empty() ? "" : " (" + src + ")") + ": " + err->what_without_backtrace());
+    throw Error(kind + (src.empty() ? "" : " (" + src + ")") + ": internal error: " + e.what(),
+                "file a report with the model");
   }
   for (const TValue* o : n->outputs())
     if (!has(o)) throw Error("internal: converter for " + kind + " did not set all outputs");

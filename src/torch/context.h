@@ -48,6 +48,10 @@ struct TV {
   // `name` holds the ONNX graph it was built in, the only one where changing it is a plain update.
   bool dict = false;
   std::vector<c10::IValue> keys;
+  // A dict's (or object's) identity: TorchScript dicts are shared, so a change made through one
+  // value (`result[i]["boxes"] = b`, a dict the list `result` holds) is seen through every other.
+  // Ctx::shared holds the current state of each; 0: none.
+  int64_t ref = 0;
   // An element of a list built from another list (`[rc_mask, query_mask]`): TorchScript lists are
   // shared, so appends to that list after the outer one was built show through it. Readers of the
   // outer list's items take the aliased value's current state (items_of / list_index).
@@ -100,6 +104,17 @@ class Ctx {
   TV& get_mut(const TValue* v) { return vals_.at(v); }
   void set(const TValue* v, TV tv);  // fills dtype/shape from the profile when missing
   const Observed* observed(const TValue* v) const { return prof_.get(v); }
+  // Current states of dicts and objects by TV::ref, and the next identity to give.
+  std::unordered_map<int64_t, TV> shared;
+  int64_t next_ref = 1;
+  // The current state of v when it is a dict or object (TV::ref), else v.
+  TV current_state(const TV& v) const {
+    if (v.ref) {
+      auto it = shared.find(v.ref);
+      if (it != shared.end()) return it->second;
+    }
+    return v;
+  }
 
   // Argument access (index into node inputs).
   const TV& in(const TNode* n, size_t i) const { return get(n->input(i)); }

@@ -380,6 +380,11 @@ void flatten_outputs(Ctx& ctx, const TV& v, std::vector<TV>& out, std::vector<st
     if (auto d = type->cast<c10::DictType>()) return d->getValueType();
     return nullptr;
   };
+  if (v.ref) {  // a dict: its current state (TV::ref)
+    TV s = ctx.current_state(v);
+    s.ref = 0;
+    return flatten_outputs(ctx, s, out, keys, key, type);
+  }
   if (v.kind == TV::Kind::List)
     for (size_t i = 0; i < v.items.size(); ++i)
       flatten_outputs(ctx, v.items[i], out, keys,
@@ -823,6 +828,9 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
     } catch (const Error&) {
     }
   }
+  // Branches no run took: observed by a run forced into them, for ranks and dtypes only.
+  for (int round = 0; round < 2; ++round)
+    if (!profile.observe_untaken_branches(prep.graph, run1)) break;
 
   Model& model = result.model;
   model.producer_name = "torch2onnx";

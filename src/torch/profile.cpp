@@ -1,11 +1,20 @@
 #include "torch/profile.h"
 
+#include <ATen/Parallel.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 #include <iostream>
 #include <mutex>
 #include <set>
+#include <sstream>
 
 #include "ir/error.h"
 
@@ -292,6 +301,230 @@ std::vector<c10::IValue> Profile::run(const std::shared_ptr<tj::Graph>& graph, c
   }
   g_recorder = nullptr;
   return first;
+}
+
+namespace {
+
+// Whether anything defined in b (or in blocks inside it) was observed.
+bool block_observed(const tj::Block* b, const std::unordered_map<const tj::Value*, Observed>& obs) {
+  for (const tj::Value* in : b->inputs())
+    if (obs.count(in)) return true;
+  for (const tj::Node* n : b->nodes()) {
+    for (const tj::Value* o : n->outputs())
+      if (obs.count(o)) return true;
+    for (const tj::Block* sb : n->blocks())
+      if (block_observed(sb, obs)) return true;
+  }
+  return false;
+}
+
+bool has_recordable_values(const tj::Block* b) {
+  for (const tj::Node* n : b->nodes()) {
+    for (const tj::Value* o : n->outputs())
+      if (recordable(o)) return true;
+    for (const tj::Block* sb : n->blocks())
+      if (has_recordable_values(sb)) return true;
+  }
+  return false;
+}
+
+bool raises(const tj::Block* b) {
+  for (const tj::Node* n : b->nodes())
+    if (n->kind() == c10::prim::RaiseException) return true;
+  return false;
+}
+
+// Ifs with one branch observed and the other, which does not raise, never run: (node, branch to force).
+void untaken(tj::Block* b, const std::unordered_map<const tj::Value*, Observed>& obs,
+             std::vector<std::pair<tj::Node*, bool>>& out) {
+  for (tj::Node* n : b->nodes()) {
+    if (n->kind() == c10::prim::If && n->blocks().size() == 2) {
+      bool then_seen = block_observed(n->blocks()[0], obs), else_seen = block_observed(n->blocks()[1], obs);
+      for (int k = 0; k < 2; ++k) {
+        const tj::Block* other = n->blocks()[static_cast<size_t>(k)];
+        bool seen_this = k == 0 ? then_seen : else_seen, seen_other = k == 0 ? else_seen : then_seen;
+        bool taken_if = obs.count(n->input(0)) || seen_other;
+        // A None check's other branch unwraps a None: forcing it only fails.
+        const auto cond_kind = n->input(0)->node()->kind();
+        bool none_check = cond_kind == c10::aten::__is__ || cond_kind == c10::aten::__isnot__;
+        if (!seen_this && taken_if && !none_check && !raises(other) && has_recordable_values(other))
+          out.emplace_back(n, k == 0);
+      }
+    }
+    for (tj::Block* sb : n->blocks()) untaken(sb, obs, out);
+  }
+}
+
+// An observation that claims only its kind, dtype and rank: every size dynamic, every number varying.
+void generalize(Observed& o) {
+  for (int64_t& d : o.sizes) d = -1;
+  o.varies = true;
+  o.qvaries = true;
+  for (Observed& e : o.elems) generalize(e);
+}
+
+// A generalized observation as text (the forced run's child process sends them to the parent).
+void write_observed(std::ostream& os, const Observed& o) {
+  os << static_cast<int>(o.kind) << ' ' << static_cast<int>(o.dtype) << ' ' << o.rank_known << ' ' << o.sizes.size()
+     << ' ' << o.quantized << ' ' << static_cast<int>(o.qdtype) << ' ' << o.per_channel << ' ' << o.elems.size();
+  for (const Observed& e : o.elems) {
+    os << ' ';
+    write_observed(os, e);
+  }
+}
+
+bool read_observed(std::istream& is, Observed& o, int depth = 0) {
+  int kind = 0, dtype = 0, qdtype = 0;
+  bool rank_known = false, quantized = false, per_channel = false;
+  size_t rank = 0, elems = 0;
+  if (!(is >> kind >> dtype >> rank_known >> rank >> quantized >> qdtype >> per_channel >> elems)) return false;
+  if (depth > 64 || rank > 64 || elems > (size_t{1} << 20)) return false;
+  o.kind = static_cast<Observed::Kind>(kind);
+  o.dtype = static_cast<DType>(dtype);
+  o.rank_known = rank_known;
+  o.sizes.assign(rank, -1);
+  o.varies = true;
+  o.quantized = quantized;
+  o.qdtype = static_cast<DType>(qdtype);
+  o.per_channel = per_channel;
+  o.qvaries = true;
+  o.elems.resize(elems);
+  for (Observed& e : o.elems)
+    if (!read_observed(is, e, depth + 1)) return false;
+  return true;
+}
+
+}  // namespace
+
+bool Profile::forced_run(const std::shared_ptr<tj::Graph>& graph, const tj::Stack& run,
+                         const std::vector<std::pair<tj::Node*, bool>>& force) {
+  register_record_op();
+  std::vector<const tj::Value*> ids;
+  std::vector<tj::Node*> added;
+  instrument(graph->block(), ids, added);
+  // The conditions become constants in the copy that runs; the graph itself keeps its own.
+  std::vector<std::pair<tj::Node*, tj::Value*>> saved;
+  for (auto& [n, cond] : force) {
+    tj::WithInsertPoint guard(n);
+    saved.emplace_back(n, n->input(0));
+    n->replaceInput(0, graph->insertConstant(cond));
+  }
+  auto copy = graph->copy();
+  guard_rnns(*copy);
+  for (auto& [n, cond] : saved) {
+    tj::Value* c = n->input(0);
+    n->replaceInput(0, cond);
+    if (!c->hasUses()) c->node()->destroy();
+  }
+  for (tj::Node* rec : added) {
+    tj::Value* idv = rec->input(1);
+    rec->removeAllInputs();
+    rec->destroy();
+    if (!idv->hasUses()) idv->node()->destroy();
+  }
+  // A forced branch computes on values its condition was meant to rule out (an Optional that is
+  // None, an index past the end): libtorch may crash or loop on them. The run happens in a child
+  // process, on one thread, with a time limit; its observations come back through a pipe.
+  int fds[2];
+  if (::pipe(fds) != 0) return false;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::cout.flush();
+  std::cerr.flush();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return false;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    at::set_num_threads(1);
+    std::unordered_map<const tj::Value*, Observed> forced;
+    Recorder rec{ids, &forced, {}};
+    g_recorder = &rec;
+    bool ok = true;
+    try {
+      tj::Code code(copy, "t2o_profile_forced");
+      tj::Stack stack = run;
+      tj::InterpreterState state(code);
+      state.run(stack);
+    } catch (...) {
+      ok = false;  // what ran before the failure stays observed
+    }
+    std::unordered_map<const tj::Value*, size_t> index;
+    for (size_t i = 0; i < ids.size(); ++i) index.emplace(ids[i], i);
+    std::ostringstream os;
+    os << ok << '\n';
+    for (const auto& [v, o] : forced) {
+      os << index.at(v) << ' ';
+      write_observed(os, o);
+      os << '\n';
+    }
+    const std::string text = os.str();
+    for (size_t at = 0; at < text.size();) {
+      ssize_t w = ::write(fds[1], text.data() + at, text.size() - at);
+      if (w <= 0) break;
+      at += static_cast<size_t>(w);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[65536];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool timed_out = false;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      timed_out = r == 0;
+      break;
+    }
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out || !WIFEXITED(status)) return false;
+  std::istringstream is(text);
+  bool ok = false;
+  if (!(is >> ok)) return false;
+  size_t id = 0;
+  while (is >> id) {
+    Observed o;
+    if (id >= ids.size() || !read_observed(is, o)) break;
+    if (!obs_.count(ids[id])) obs_.emplace(ids[id], std::move(o));
+  }
+  return ok;
+}
+
+int Profile::observe_untaken_branches(const std::shared_ptr<tj::Graph>& graph, const tj::Stack& run) {
+  std::vector<std::pair<tj::Node*, bool>> force;
+  untaken(graph->block(), obs_, force);
+  if (force.empty()) return 0;
+  // All at once; when that run fails (a forced branch computes something the rest cannot use),
+  // each If still unobserved alone, the first 32.
+  if (forced_run(graph, run, force)) return static_cast<int>(force.size());
+  std::vector<std::pair<tj::Node*, bool>> left;
+  untaken(graph->block(), obs_, left);
+  int n = 0;
+  for (const auto& f : left) {
+    if (n++ == 32) break;
+    if (block_observed(f.first->blocks()[f.second ? 0 : 1], obs_)) continue;
+    forced_run(graph, run, {f});
+  }
+  return static_cast<int>(force.size());
 }
 
 const Observed* Profile::get(const tj::Value* v) const {

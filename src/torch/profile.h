@@ -43,8 +43,18 @@ class Profile {
   std::vector<c10::IValue> run(const std::shared_ptr<torch::jit::Graph>& graph,
                                const std::vector<torch::jit::Stack>& runs);
   const Observed* get(const torch::jit::Value* v) const;
+  // Branches of If nodes that no run took (a scripted `if boxes.numel() > 4000:`) leave their
+  // values unobserved, and ops whose conversion needs a rank or dtype cannot convert. One more
+  // run with each such If forced into its other branch (not into a branch that raises) observes
+  // them; only values no real run observed take these observations, with every size dynamic and
+  // every number computed (the forced run's values are not the model's). A forced run that fails
+  // keeps what it observed before failing. Returns the number of Ifs forced.
+  int observe_untaken_branches(const std::shared_ptr<torch::jit::Graph>& graph, const torch::jit::Stack& run);
 
  private:
+  // One run with the Ifs of `force` taking the given branch; false when it failed part way.
+  bool forced_run(const std::shared_ptr<torch::jit::Graph>& graph, const torch::jit::Stack& run,
+                  const std::vector<std::pair<torch::jit::Node*, bool>>& force);
   std::unordered_map<const torch::jit::Value*, Observed> obs_;
 };
 

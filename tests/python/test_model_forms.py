@@ -1,6 +1,8 @@
 """Model forms that PyTorch's own exporter tests use and torch.onnx exports, exported through
 torch2onnx.export and checked against eager PyTorch in ONNX Runtime and in torch2onnx's runtime,
 at the example args and, for dynamic axes, at other sizes."""
+from typing import Dict, List
+
 import numpy as np
 import pytest
 import torch
@@ -351,3 +353,50 @@ def test_parts_of_a_dynamic_dim_are_a_sequence(tmp_path):
         for got in (sess.run(None, {"x": x.numpy()}), ort.run(r.path, [x.numpy()])):
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)
+
+
+@torch.jit.script
+class Boxes:
+    """A TorchScript class the model creates and reads (as torchvision's ImageList)."""
+
+    def __init__(self, xy: torch.Tensor, scale: float):
+        self.xy = xy
+        self.scale = scale
+
+    def scaled(self) -> torch.Tensor:
+        return self.xy * self.scale
+
+
+class SharedDicts(torch.nn.Module):
+    """Dicts held by a list and changed through it, an object built in forward, and a branch that
+    only inputs of more than 64 rows take (`if x.numel() > N`, as torchvision's batched_nms)."""
+
+    def forward(self, x: torch.Tensor) -> List[Dict[str, torch.Tensor]]:
+        result: List[Dict[str, torch.Tensor]] = []
+        for i in range(x.size(0)):
+            result.append({"v": x[i], "n": x[i].sum()})
+        for i in range(len(result)):
+            b = Boxes(result[i]["v"], 2.0)
+            result[i]["v"] = b.scaled()  # seen through `result`
+        if x.numel() > 64:
+            out = torch.unique(x.flatten())
+            v, s = out[: x.size(1)], out.sum()
+        else:
+            v, s = x[0] - 1, x.sum()
+        result.append({"v": v, "n": s})
+        return result
+
+
+def test_shared_dicts_objects_and_a_branch_no_example_takes(tmp_path):
+    torch.manual_seed(3)
+    sm = torch.jit.script(SharedDicts())
+    p = tmp_path / "m.onnx"
+    x = torch.randn(2, 5)
+    torch2onnx.export(sm, (x,), p, input_names=["x"], dynamic_axes={"x": [1]})
+    for a in [x, torch.randn(2, 7), torch.randn(2, 40)]:  # the last takes the other branch
+        with torch.no_grad():
+            want = [t.numpy() for d in sm(a) for t in d.values()]
+        got = ort.run(p, [a.numpy()])
+        assert len(got) == len(want) == 6
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

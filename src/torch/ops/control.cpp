@@ -165,8 +165,19 @@ std::vector<const TValue*> mutated_lists(const std::vector<torch::jit::Block*>& 
         if (std::find(r.begin(), r.end(), m->input(0)) == r.end()) r.push_back(m->input(0));
         continue;
       }
-      if (!is_tensor_list(m->input(0))) continue;
       if (!kListMutators.count(kind)) continue;
+      if (!is_tensor_list(m->input(0))) {
+        // Lists of dicts, numbers or lists changed in a branch or iteration: no sequence form.
+        if (m->input(0)->type()->kind() != c10::TypeKind::ListType) continue;
+        if (error.empty()) {
+          std::string src = Ctx::source_of(m);
+          error = kind + (src.empty() ? "" : " at " + src) + " changes a list of " +
+                  m->input(0)->type()->expectRef<c10::ListType>().getElementType()->annotation_str() +
+                  " inside control flow";
+        }
+        if (std::find(r.begin(), r.end(), m->input(0)) == r.end()) r.push_back(m->input(0));
+        continue;
+      }
       if (kind != "aten::append" && error.empty()) {
         std::string src = Ctx::source_of(m);
         error = kind + (src.empty() ? "" : " at " + src) +

@@ -2,6 +2,8 @@
 // IntermediateLayerGetter's feature maps): held element-wise at conversion time with constant keys,
 // in insertion order as Python keeps them, so model outputs that are dicts flatten into their values.
 // ONNX has no dict type (its Map is for traditional ML), so a dict must be known key by key.
+// Instances of TorchScript classes that the model creates (prim::CreateObject: torchvision's
+// ImageList, the RoI pooler's LevelMapper) are held the same way, attribute name -> value.
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -9,18 +11,26 @@ namespace {
 
 bool is_dict_type(const TValue* v) { return v->type()->kind() == c10::TypeKind::DictType; }
 
+// A dict given its own identity (TV::ref), registered as its current state.
+TV registered(Ctx& c, TV d) {
+  d.ref = c.next_ref++;
+  d.alias = nullptr;
+  c.shared[d.ref] = d;
+  return d;
+}
+
 TV new_dict(Ctx& c, std::vector<c10::IValue> keys, std::vector<TV> items) {
   TV d = TV::list(std::move(items));
   d.dict = true;
   d.keys = std::move(keys);
   d.name = c.b.graph().name;
-  return d;
+  return registered(c, d);
 }
 
 // The dict argument i: built in the graph, or a constant of the module.
 TV dict_arg(Ctx& c, const TNode* n, size_t i) {
   const TV& v = c.in(n, i);
-  if (v.dict) return v;
+  if (v.dict) return c.current_state(v);
   if (v.is_const() && v.c.isGenericDict()) {
     std::vector<c10::IValue> keys;
     std::vector<TV> items;
@@ -56,7 +66,7 @@ std::optional<size_t> find_key(const TV& d, const c10::IValue& key) { return fin
 TV& mutable_dict(Ctx& c, const TNode* n) {
   TV d = dict_arg(c, n, 0);
   if (d.name != c.b.graph().name)
-    throw UnsupportedError(std::string(n->kind().toQualString()) + " changes a dict inside control flow");
+    throw UnsupportedError(std::string(n->kind().toQualString()) + " changes a dict or object inside control flow");
   TV& slot = c.get_mut(n->input(0));
   slot = d;
   return slot;
@@ -68,7 +78,7 @@ void dict_new(Ctx& c, const TNode* n) {
   if (is_dict_type(n->input(0))) {
     TV d = dict_arg(c, n, 0);
     d.name = c.b.graph().name;
-    return c.set(n->output(), d);
+    return c.set(n->output(), registered(c, d));  // a new dict
   }
   const TV& pairs = c.in(n, 0);
   if (pairs.kind != TV::Kind::List) throw UnsupportedError("aten::dict from a list that is not known element-wise");
@@ -238,6 +248,32 @@ void clear(Ctx& c, const TNode* n) {
   d.items.clear();
 }
 
+// prim::CreateObject: an object with no attributes set yet (its __init__ follows, inlined).
+void create_object(Ctx& c, const TNode* n) { c.set(n->output(), new_dict(c, {}, {})); }
+
+// prim::SetAttr[name](object, value) on an object the model created.
+void set_attr(Ctx& c, const TNode* n) {
+  if (!c.in(n, 0).dict) throw UnsupportedError("prim::SetAttr on an object that is not created in forward()");
+  const c10::IValue k(n->s(c10::attr::name));
+  TV v = c.in(n, 1);
+  TV& d = mutable_dict(c, n);
+  if (auto at = find_key(d, k)) d.items[*at] = v;
+  else {
+    d.keys.push_back(k);
+    d.items.push_back(v);
+  }
+}
+
+// prim::GetAttr[name](object) on an object the model created.
+void get_attr(Ctx& c, const TNode* n) {
+  const TV& d = c.in(n, 0);
+  if (!d.dict) throw UnsupportedError("prim::GetAttr on an object that is not created in forward()");
+  const std::string name = n->s(c10::attr::name);
+  auto at = find_key(d, c10::IValue(name));
+  if (!at) throw Error("attribute '" + name + "' of a " + n->input(0)->type()->annotation_str() + " is read before it is set");
+  c.set(n->output(), d.items[*at]);
+}
+
 // Ops that share a name with list and tensor ops: the dict form here, the others from the entry
 // registered before.
 Converter or_else(const Converter& for_dicts, const OpTable& t, const std::string& op) {
@@ -250,26 +286,39 @@ Converter or_else(const Converter& for_dicts, const OpTable& t, const std::strin
   };
 }
 
+// After a change, the dict's new state is its shared one (TV::ref): a list holding it, or another
+// value of it, sees the change (`result[i]["boxes"] = b`), as in TorchScript.
+Converter writing_through(Converter fn) {
+  return [fn](Ctx& c, const TNode* n) {
+    fn(c, n);
+    const TV& d = c.get(n->input(0));
+    if (d.dict && d.ref) c.shared[d.ref] = d;
+  };
+}
+
 }  // namespace
 
 void register_dict_ops(OpTable& t) {
   t["aten::dict"] = {dict_new};
+  t["prim::CreateObject"] = {create_object};
+  t["prim::SetAttr"] = {writing_through(set_attr)};
+  t["prim::GetAttr"] = {get_attr};
   t["prim::DictConstruct"] = {dict_construct};
-  t["aten::_set_item"] = {set_item};
-  t["aten::update"] = {update};
+  t["aten::_set_item"] = {writing_through(set_item)};
+  t["aten::update"] = {writing_through(update)};
   t["aten::get"] = {get};
   t["aten::keys"] = {keys};
   t["aten::values"] = {values};
   t["aten::items"] = {items};
-  t["aten::popitem"] = {popitem};
-  t["aten::setdefault"] = {setdefault};
-  t["aten::Delete"] = {or_else(delete_key, t, "aten::Delete")};
-  t["aten::pop"] = {or_else(pop, t, "aten::pop")};
-  t["aten::clear"] = {or_else(clear, t, "aten::clear")};
+  t["aten::popitem"] = {writing_through(popitem)};
+  t["aten::setdefault"] = {writing_through(setdefault)};
+  t["aten::Delete"] = {writing_through(or_else(delete_key, t, "aten::Delete"))};
+  t["aten::pop"] = {writing_through(or_else(pop, t, "aten::pop"))};
+  t["aten::clear"] = {writing_through(or_else(clear, t, "aten::clear"))};
   t["aten::copy"] = {or_else([](Ctx& c, const TNode* n) {  // a new dict, changed apart from the old one
     TV d = dict_arg(c, n, 0);
     d.name = c.b.graph().name;
-    c.set(n->output(), d);
+    c.set(n->output(), registered(c, d));
   }, t, "aten::copy")};
   t["aten::__getitem__"] = {or_else([](Ctx& c, const TNode* n) { c.set(n->output(), lookup(c, n)); }, t,
                                     "aten::__getitem__")};

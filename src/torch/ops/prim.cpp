@@ -34,7 +34,7 @@ void list_construct(Ctx& c, const TNode* n) {
 
 // The current state of a list element that aliases a list value (TV::alias).
 TV current(Ctx& c, const TV& item) {
-  if (!item.alias) return item;
+  if (!item.alias) return c.current_state(item);
   TV v = c.get(item.alias);
   if (!v.alias) v.alias = item.alias;
   return v;
@@ -87,7 +87,10 @@ void list_index(Ctx& c, const TNode* n) {
   }
   int64_t i = c.i(n, 1);
   if (i < 0) i += static_cast<int64_t>(items.size());
-  c.set(n->output(), items.at(static_cast<size_t>(i)));
+  if (i < 0 || i >= static_cast<int64_t>(items.size()))
+    throw Error("list index " + std::to_string(c.i(n, 1)) + " out of range for a list of " +
+                std::to_string(items.size()) + " items");
+  c.set(n->output(), items[static_cast<size_t>(i)]);
 }
 
 void list_len(Ctx& c, const TNode* n) {
