@@ -389,6 +389,10 @@ void flatten_outputs(Ctx& ctx, const TV& v, std::vector<TV>& out, std::vector<st
     for (size_t i = 0; i < v.items.size(); ++i)
       flatten_outputs(ctx, v.items[i], out, keys,
                       v.dict && v.keys[i].isString() ? v.keys[i].toStringRef() : std::string(), item_type(i));
+  else if (v.is_const() && v.c.isGenericDict())  // a dict the model never changes (an empty `losses`)
+    for (const auto& e : v.c.toGenericDict())
+      flatten_outputs(ctx, TV::constant(e.value()), out, keys, e.key().isString() ? e.key().toStringRef() : std::string(),
+                      item_type(0));
   else if (v.is_const() && (v.c.isList() || v.c.isTuple()))
     for (const auto& e : v.c.isList() ? v.c.toListRef().vec() : v.c.toTupleRef().elements().vec())
       flatten_outputs(ctx, TV::constant(e), out, keys);

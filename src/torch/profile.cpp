@@ -513,16 +513,42 @@ int Profile::observe_untaken_branches(const std::shared_ptr<tj::Graph>& graph, c
   std::vector<std::pair<tj::Node*, bool>> force;
   untaken(graph->block(), obs_, force);
   if (force.empty()) return 0;
+  // An If inside a branch forced before runs only when that branch is forced again.
+  auto with_ancestors = [&](std::vector<std::pair<tj::Node*, bool>> fs) {
+    std::set<tj::Node*> have;
+    for (const auto& f : fs) have.insert(f.first);
+    for (size_t i = 0; i < fs.size(); ++i)
+      for (tj::Block* b = fs[i].first->owningBlock(); b && b->owningNode(); b = b->owningNode()->owningBlock()) {
+        tj::Node* up = b->owningNode();
+        auto it = forced_before_.find(up);
+        if (it != forced_before_.end() && !have.count(up)) {
+          fs.emplace_back(up, it->second);
+          have.insert(up);
+        }
+      }
+    return fs;
+  };
+  for (const auto& f : force) forced_before_[f.first] = f.second;
   // All at once; when that run fails (a forced branch computes something the rest cannot use),
   // each If still unobserved alone, the first 32.
-  if (forced_run(graph, run, force)) return static_cast<int>(force.size());
+  const bool debug = std::getenv("T2O_DEBUG_PROFILE") != nullptr;
+  bool all = forced_run(graph, run, with_ancestors(force));
+  if (debug) std::cerr << "forced " << force.size() << " Ifs together: " << (all ? "ran" : "failed") << std::endl;
+  if (all) return static_cast<int>(force.size());
   std::vector<std::pair<tj::Node*, bool>> left;
   untaken(graph->block(), obs_, left);
   int n = 0;
   for (const auto& f : left) {
     if (n++ == 32) break;
     if (block_observed(f.first->blocks()[f.second ? 0 : 1], obs_)) continue;
-    forced_run(graph, run, {f});
+    bool one = forced_run(graph, run, with_ancestors({f}));
+    if (debug) {
+      const auto& r = f.first->sourceRange();
+      std::string where = "?";
+      if (r.source() && r.source()->filename())
+        where = *r.source()->filename() + ":" + std::to_string(r.source()->lineno_for_offset(r.start()) + 1);
+      std::cerr << "forced the If at " << where << ": " << (one ? "ran" : "failed") << std::endl;
+    }
   }
   return static_cast<int>(force.size());
 }

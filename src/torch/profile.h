@@ -3,6 +3,7 @@
 // Dims that differ between runs (or between loop iterations) are marked -1: they are dynamic.
 #include <torch/script.h>
 
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -56,6 +57,7 @@ class Profile {
   bool forced_run(const std::shared_ptr<torch::jit::Graph>& graph, const torch::jit::Stack& run,
                   const std::vector<std::pair<torch::jit::Node*, bool>>& force);
   std::unordered_map<const torch::jit::Value*, Observed> obs_;
+  std::map<torch::jit::Node*, bool> forced_before_;  // Ifs forced so far, and the branch
 };
 
 }  // namespace t2o

@@ -8,7 +8,7 @@ Configurations are small where the library allows it, so the whole list runs in 
 """
 import math
 from dataclasses import dataclass
-from typing import Callable, List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import torch
 import torch.nn as nn
@@ -87,6 +87,27 @@ _RCNN = dict(_SMALL, box_score_thresh=0.0, box_detections_per_img=20, rpn_pre_nm
 _DET_DYN = ["images.0:1=height,2=width"]
 
 
+class ScriptedDetectionOutputs(nn.Module):
+    """A detector to be scripted (torchvision's detectors script): under scripting it returns
+    (losses, detections); the dict of the one image, in both modes."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, images: List[torch.Tensor]) -> Dict[str, torch.Tensor]:
+        if torch.jit.is_scripting():
+            return self.model(images)[1][0]
+        return self.model(images)[0]
+
+
+def _scripted_detector(fn, **kw):
+    def make():
+        import torchvision.models.detection as D
+        return ScriptedDetectionOutputs(getattr(D, fn)(weights=None, weights_backbone=None, **kw))
+    return make
+
+
 # Traced, as torchvision documents for ONNX export.
 def _det_case(name, fn, **kw):
     return Case(name, _detector(fn, **kw), _det_inputs, _DET_DYN, mode="trace", detection=True)
@@ -104,6 +125,14 @@ DETECTION = [
     _det_case("keypointrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn", **_RCNN),
     _det_case("fcos_resnet50_fpn", "fcos_resnet50_fpn", **_SMALL, score_thresh=0.0, detections_per_img=20,
               topk_candidates=100),
+    # Scripted: ImageList and LevelMapper objects built in forward, the result dicts changed through
+    # the list that holds them, NMS branches only large inputs take, per-level RoI scales computed.
+    Case("fasterrcnn_mobilenet_v3_large_320_fpn (scripted)",
+         _scripted_detector("fasterrcnn_mobilenet_v3_large_320_fpn", **_RCNN), _det_inputs, _DET_DYN,
+         detection=True),
+    Case("retinanet_resnet50_fpn (scripted)",
+         _scripted_detector("retinanet_resnet50_fpn", **_SMALL, score_thresh=0.0, detections_per_img=20,
+                            topk_candidates=100), _det_inputs, _DET_DYN, detection=True),
 ]
 
 

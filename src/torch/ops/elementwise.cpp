@@ -54,6 +54,8 @@ void binary(Ctx& c, const TNode* n) {
   DType out = c.out_dtype(n);
   c.out(n, c.b.op1(Op, {c.t_as(n, 0, out), c.t_as(n, 1, out)}));
 }
+
+
 constexpr char kMul[] = "Mul", kMax[] = "Max", kMin[] = "Min", kAnd[] = "And", kOr[] = "Or", kXor[] = "Xor";
 
 std::string floor_div(Ctx& c, const std::string& a, const std::string& b, DType t) {
@@ -372,13 +374,19 @@ void nan_to_num(Ctx& c, const TNode* n) {
   c.out(n, y);
 }
 
+// aten::mul on a list (a tuple made one) and a number repeats the list: `(x, y) * k`.
+void mul(Ctx& c, const TNode* n) {
+  if (is_list_value(n, 0) || is_list_value(n, 1)) return list_mul(c, n);
+  binary<kMul>(c, n);
+}
+
 }  // namespace
 
 void register_elementwise_ops(OpTable& t) {
   t["aten::add"] = {add};
   t["aten::sub"] = {sub};
   t["aten::rsub"] = {rsub};
-  t["aten::mul"] = {binary<kMul>};
+  t["aten::mul"] = {mul};
   t["aten::div"] = {div};
   t["aten::true_divide"] = {div};
   t["aten::floordiv"] = {floordiv};

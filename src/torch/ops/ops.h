@@ -58,6 +58,8 @@ TV requantized(Ctx& c, const TValue* out, const std::string& x, const TV& like, 
 const OpTable& complex_op_table();
 // List forms of ops that share a name with tensor ops (aten::add, aten::slice).
 void list_add(Ctx& c, const TNode* n);
+// A list repeated a number of times (aten::mul with a list operand).
+void list_mul(Ctx& c, const TNode* n);
 void list_slice(Ctx& c, const TNode* n);
 bool is_list_value(const TNode* n, size_t i);
 bool list_sort(Ctx& c, const TNode* n);  // false when input 0 is not a list

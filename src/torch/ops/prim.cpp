@@ -472,6 +472,14 @@ void list_add(Ctx& c, const TNode* n) {
   c.set(n->output(), TV::list(a));
 }
 
+void list_mul(Ctx& c, const TNode* n) {
+  const size_t l = is_list_value(n, 0) ? 0 : 1;
+  auto items = items_of(c, n, l);
+  std::vector<TV> r;
+  for (int64_t i = 0, k = c.i(n, 1 - l); i < k; ++i) r.insert(r.end(), items.begin(), items.end());
+  c.set(n->output(), TV::list(r));
+}
+
 void list_slice(Ctx& c, const TNode* n) {
   auto items = items_of(c, n, 0);
   int64_t len = static_cast<int64_t>(items.size());
