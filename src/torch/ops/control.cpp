@@ -86,10 +86,10 @@ bool optional_pair(const TV& a, const TV& b) {
 std::pair<std::string, std::string> pair_parts(Ctx& c, const TV& v, DType t, int rank) {
   if (v.is_none()) {
     // Unknown rank (an If output, whose branches may differ in shape): a scalar stands in; it is
-    // never read while `has` is false. If before opset 11 wants both branches' outputs of one rank.
-    if (rank < 0)
-      c.b.require(11, "an If whose branches yield tensors of different ranks (a value one branch leaves unset, "
-                      "as after an early return)");
+    // never read while `has` is false. If before opset 11 wants both branches' outputs of one shape,
+    // which an empty placeholder does not have.
+    c.b.require(11, "an If whose branches yield tensors of different shapes (a value one branch leaves unset, "
+                    "as after an early return)");
     std::vector<int64_t> dims(static_cast<size_t>(std::max(rank, 0)), 0);
     std::string empty = c.b.op1("ConstantOfShape", {c.b.i64s(dims)},
                                 {Attribute::make_tensor("value", Tensor(t, {1}))});
