@@ -400,3 +400,26 @@ def test_shared_dicts_objects_and_a_branch_no_example_takes(tmp_path):
         assert len(got) == len(want) == 6
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+class AppendInBothBranches(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> List[torch.Tensor]:
+        result: List[torch.Tensor] = [x[0]]
+        if x.numel() > 64:
+            result.append(x[1] * 2)
+        else:
+            result.append(x[0] - 1)
+        return result
+
+
+def test_list_appended_in_both_branches_is_a_list_output(tmp_path):
+    # Each branch appends one tensor: the list stays element-wise, its items If outputs of known rank.
+    sm = torch.jit.script(AppendInBothBranches())
+    p = tmp_path / "m.onnx"
+    torch2onnx.export(sm, (torch.randn(2, 5),), p, input_names=["x"], dynamic_axes={"x": [1]})
+    for a in [torch.randn(2, 7), torch.randn(2, 40)]:
+        want = [t.numpy() for t in sm(a)]
+        got = ort.run(p, [a.numpy()])
+        assert len(got) == 2
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)

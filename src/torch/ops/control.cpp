@@ -362,6 +362,11 @@ void if_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
           if (obs && k < n->outputs().size() && j < obs->elems.size()) o.obs = &obs->elems[j];
           if (o.dtype == DType::Undefined && o.obs) o.dtype = o.obs->dtype;
           if (o.dtype == DType::Undefined) throw UnsupportedError("list item of unknown type from a branch");
+          // The rank both branches agree on (the sizes may differ between them).
+          const TV &x = a.items[j], &y = b.items[j];
+          if (x.kind == TV::Kind::Tensor && y.kind == TV::Kind::Tensor && x.rank_known && y.rank_known &&
+              x.shape.size() == y.shape.size())
+            o.rank = static_cast<int>(x.shape.size());
         }
         slots[k].push_back(add(o));
       }
@@ -429,7 +434,13 @@ void if_lists(Ctx& c, const TNode* n, const std::vector<const TValue*>& lists) {
   for (size_t k = 0; k < vals.size(); ++k) {
     if (kinds[k] == 1) {
       std::vector<TV> items;
-      for (size_t j : slots[k]) items.push_back(results[j]);
+      for (size_t j : slots[k]) {
+        items.push_back(results[j]);
+        if (!plan[j].constant && plan[j].rank >= 0) {
+          items.back().rank_known = true;
+          items.back().shape.assign(static_cast<size_t>(plan[j].rank), -1);
+        }
+      }
       c.set(vals[k], TV::list(items));
     } else if (kinds[k] == 3) {
       TV r = results[slots[k][1]];
