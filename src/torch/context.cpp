@@ -162,13 +162,7 @@ int Ctx::rank(const TNode* n, size_t i) const {
   const TV& v = in(n, i);
   if (v.is_const() && v.c.isTensor()) return static_cast<int>(v.c.toTensor().dim());
   if (v.is_const()) return 0;
-  if (!v.rank_known) {
-    if (std::getenv("T2O_DEBUG_PROFILE")) {
-      const Observed* o = prof_.get(n->input(i));
-      std::cerr << "unknown rank: %" << n->input(i)->debugName() << " of " << *n << " observed: " << (o ? (o->rank_known ? "rank known" : "rank varies") : "no") << std::endl;
-    }
-    throw UnsupportedError(std::string(n->kind().toQualString()) + " on a value of unknown rank");
-  }
+  if (!v.rank_known) throw UnsupportedError(std::string(n->kind().toQualString()) + " on a value of unknown rank");
   return static_cast<int>(v.shape.size());
 }
 

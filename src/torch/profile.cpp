@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <iostream>
@@ -258,6 +259,36 @@ void instrument(tj::Block* block, std::vector<const tj::Value*>& ids, std::vecto
   }
 }
 
+// A copy of `graph` to run, with a t2o::record after every value (ids: the recorded values of
+// `graph`, by the id each record passes) and the conditions of the Ifs in `force` replaced by
+// constants; `graph` itself is left as it was.
+std::shared_ptr<tj::Graph> instrumented_copy(const std::shared_ptr<tj::Graph>& graph, std::vector<const tj::Value*>& ids,
+                                             const std::vector<std::pair<tj::Node*, bool>>& force = {}) {
+  register_record_op();
+  std::vector<tj::Node*> added;
+  instrument(graph->block(), ids, added);
+  std::vector<std::pair<tj::Node*, tj::Value*>> saved;
+  for (const auto& [n, cond] : force) {
+    tj::WithInsertPoint guard(n);
+    saved.emplace_back(n, n->input(0));
+    n->replaceInput(0, graph->insertConstant(cond));
+  }
+  auto copy = graph->copy();
+  guard_rnns(*copy);
+  for (auto& [n, cond] : saved) {
+    tj::Value* c = n->input(0);
+    n->replaceInput(0, cond);
+    if (!c->hasUses()) c->node()->destroy();
+  }
+  for (tj::Node* rec : added) {
+    tj::Value* idv = rec->input(1);
+    rec->removeAllInputs();
+    rec->destroy();
+    if (!idv->hasUses()) idv->node()->destroy();
+  }
+  return copy;
+}
+
 }  // namespace
 
 void guard_rnns(tj::Graph& g) {
@@ -266,21 +297,10 @@ void guard_rnns(tj::Graph& g) {
 }
 
 std::vector<c10::IValue> Profile::run(const std::shared_ptr<tj::Graph>& graph, const std::vector<tj::Stack>& runs) {
-  register_record_op();
-  std::vector<const tj::Value*> ids;
-  std::vector<tj::Node*> added;
-  instrument(graph->block(), ids, added);
-  std::vector<const tj::Value*> graph_ids(ids.begin(), ids.end());
   // The interpreter runs a copy, so map copied values back to ours through the id constants.
-  auto copy = graph->copy();
-  guard_rnns(*copy);
+  std::vector<const tj::Value*> graph_ids;
+  auto copy = instrumented_copy(graph, graph_ids);
   if (std::getenv("T2O_DEBUG_PROFILE")) std::cerr << *copy << std::endl;
-  for (tj::Node* rec : added) {
-    tj::Value* idv = rec->input(1);
-    rec->removeAllInputs();
-    rec->destroy();
-    if (!idv->hasUses()) idv->node()->destroy();
-  }
   std::vector<c10::IValue> first;
   std::lock_guard<std::mutex> lock(g_mutex);
   auto before = obs_;  // a run that fails leaves no observations behind
@@ -355,15 +375,8 @@ void untaken(tj::Block* b, const std::unordered_map<const tj::Value*, Observed>&
   }
 }
 
-// An observation that claims only its kind, dtype and rank: every size dynamic, every number varying.
-void generalize(Observed& o) {
-  for (int64_t& d : o.sizes) d = -1;
-  o.varies = true;
-  o.qvaries = true;
-  for (Observed& e : o.elems) generalize(e);
-}
-
-// A generalized observation as text (the forced run's child process sends them to the parent).
+// An observation as text (the forced run's child process sends them to the parent); read back it
+// claims only its kind, dtype and rank: every size dynamic, every number varying.
 void write_observed(std::ostream& os, const Observed& o) {
   os << static_cast<int>(o.kind) << ' ' << static_cast<int>(o.dtype) << ' ' << o.rank_known << ' ' << o.sizes.size()
      << ' ' << o.quantized << ' ' << static_cast<int>(o.qdtype) << ' ' << o.per_channel << ' ' << o.elems.size();
@@ -398,30 +411,8 @@ bool read_observed(std::istream& is, Observed& o, int depth = 0) {
 
 bool Profile::forced_run(const std::shared_ptr<tj::Graph>& graph, const tj::Stack& run,
                          const std::vector<std::pair<tj::Node*, bool>>& force) {
-  register_record_op();
   std::vector<const tj::Value*> ids;
-  std::vector<tj::Node*> added;
-  instrument(graph->block(), ids, added);
-  // The conditions become constants in the copy that runs; the graph itself keeps its own.
-  std::vector<std::pair<tj::Node*, tj::Value*>> saved;
-  for (auto& [n, cond] : force) {
-    tj::WithInsertPoint guard(n);
-    saved.emplace_back(n, n->input(0));
-    n->replaceInput(0, graph->insertConstant(cond));
-  }
-  auto copy = graph->copy();
-  guard_rnns(*copy);
-  for (auto& [n, cond] : saved) {
-    tj::Value* c = n->input(0);
-    n->replaceInput(0, cond);
-    if (!c->hasUses()) c->node()->destroy();
-  }
-  for (tj::Node* rec : added) {
-    tj::Value* idv = rec->input(1);
-    rec->removeAllInputs();
-    rec->destroy();
-    if (!idv->hasUses()) idv->node()->destroy();
-  }
+  auto copy = instrumented_copy(graph, ids, force);
   // A forced branch computes on values its condition was meant to rule out (an Optional that is
   // None, an index past the end): libtorch may crash or loop on them. The run happens in a child
   // process, on one thread, with a time limit; its observations come back through a pipe.
@@ -510,8 +501,11 @@ bool Profile::forced_run(const std::shared_ptr<tj::Graph>& graph, const tj::Stac
 }
 
 int Profile::observe_untaken_branches(const std::shared_ptr<tj::Graph>& graph, const tj::Stack& run) {
+  // Ifs forced before stay unobserved when their run failed; they are not forced again.
   std::vector<std::pair<tj::Node*, bool>> force;
   untaken(graph->block(), obs_, force);
+  force.erase(std::remove_if(force.begin(), force.end(), [&](const auto& f) { return forced_before_.count(f.first); }),
+              force.end());
   if (force.empty()) return 0;
   // An If inside a branch forced before runs only when that branch is forced again.
   auto with_ancestors = [&](std::vector<std::pair<tj::Node*, bool>> fs) {
@@ -535,10 +529,8 @@ int Profile::observe_untaken_branches(const std::shared_ptr<tj::Graph>& graph, c
   bool all = forced_run(graph, run, with_ancestors(force));
   if (debug) std::cerr << "forced " << force.size() << " Ifs together: " << (all ? "ran" : "failed") << std::endl;
   if (all) return static_cast<int>(force.size());
-  std::vector<std::pair<tj::Node*, bool>> left;
-  untaken(graph->block(), obs_, left);
   int n = 0;
-  for (const auto& f : left) {
+  for (const auto& f : force) {
     if (n++ == 32) break;
     if (block_observed(f.first->blocks()[f.second ? 0 : 1], obs_)) continue;
     bool one = forced_run(graph, run, with_ancestors({f}));

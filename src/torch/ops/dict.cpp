@@ -109,16 +109,20 @@ void dict_construct(Ctx& c, const TNode* n) {
   c.set(n->output(), new_dict(c, keys, items));
 }
 
+// d[k] = v: replaced in place, or appended (insertion order).
+void put(TV& d, const c10::IValue& k, TV v) {
+  if (auto at = find_key(d, k)) {
+    d.items[*at] = std::move(v);
+  } else {
+    d.keys.push_back(k);
+    d.items.push_back(std::move(v));
+  }
+}
+
 void dict_set(Ctx& c, const TNode* n, size_t key_i, size_t val_i) {
   const c10::IValue& k = key_arg(c, n, key_i);
   TV v = c.in(n, val_i);
-  TV& d = mutable_dict(c, n);
-  if (auto at = find_key(d, k)) {
-    d.items[*at] = v;
-  } else {
-    d.keys.push_back(k);
-    d.items.push_back(v);
-  }
+  put(mutable_dict(c, n), k, std::move(v));
 }
 
 // aten::_set_item: dict[key] = value, or list[i] = value on a list known element-wise.
@@ -152,14 +156,7 @@ void set_item(Ctx& c, const TNode* n) {
 void update(Ctx& c, const TNode* n) {
   TV add = dict_arg(c, n, 1);
   TV& d = mutable_dict(c, n);
-  for (size_t k = 0; k < add.keys.size(); ++k) {
-    if (auto at = find_key(d, add.keys[k])) {
-      d.items[*at] = add.items[k];
-    } else {
-      d.keys.push_back(add.keys[k]);
-      d.items.push_back(add.items[k]);
-    }
-  }
+  for (size_t k = 0; k < add.keys.size(); ++k) put(d, add.keys[k], add.items[k]);
 }
 
 TV lookup(Ctx& c, const TNode* n) {
@@ -254,20 +251,14 @@ void create_object(Ctx& c, const TNode* n) { c.set(n->output(), new_dict(c, {}, 
 // prim::SetAttr[name](object, value) on an object the model created.
 void set_attr(Ctx& c, const TNode* n) {
   if (!c.in(n, 0).dict) throw UnsupportedError("prim::SetAttr on an object that is not created in forward()");
-  const c10::IValue k(n->s(c10::attr::name));
   TV v = c.in(n, 1);
-  TV& d = mutable_dict(c, n);
-  if (auto at = find_key(d, k)) d.items[*at] = v;
-  else {
-    d.keys.push_back(k);
-    d.items.push_back(v);
-  }
+  put(mutable_dict(c, n), c10::IValue(n->s(c10::attr::name)), std::move(v));
 }
 
 // prim::GetAttr[name](object) on an object the model created.
 void get_attr(Ctx& c, const TNode* n) {
-  const TV& d = c.in(n, 0);
-  if (!d.dict) throw UnsupportedError("prim::GetAttr on an object that is not created in forward()");
+  if (!c.in(n, 0).dict) throw UnsupportedError("prim::GetAttr on an object that is not created in forward()");
+  const TV d = dict_arg(c, n, 0);  // its current state
   const std::string name = n->s(c10::attr::name);
   auto at = find_key(d, c10::IValue(name));
   if (!at) throw Error("attribute '" + name + "' of a " + n->input(0)->type()->annotation_str() + " is read before it is set");
