@@ -721,6 +721,7 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
   if (!opts.dynamic.empty()) {
     std::optional<Error> failure;
     bool any = false;
+    std::set<std::string> moved;  // labels that some successful resized run changed
     auto resized_runs = [&](const ConvertOptions& o, std::vector<Resize> hows) {
       for (Resize how : hows) {
         std::vector<FlatInput> flat2;
@@ -736,6 +737,17 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
         try {
           profile_run(run2, flat2, true);
           any = true;
+          for (const DynamicSpec& ds : opts.dynamic) {
+            const InputSpec* s = find_spec(opts, ds.input);
+            const InputSpec* moved_spec = find_spec(o, ds.input);
+            if (!s || !moved_spec) continue;
+            Dims d2 = alternate_dims(*moved_spec, o, how);
+            for (const auto& [axis, label] : ds.axes) {
+              int a = axis < 0 ? axis + static_cast<int>(s->dims.size()) : axis;
+              if (a >= 0 && a < static_cast<int>(s->dims.size()) && d2[static_cast<size_t>(a)] != s->dims[static_cast<size_t>(a)])
+                moved.insert(label);
+            }
+          }
         } catch (const Error& e) {
           if (!failure) failure = e;
         }
@@ -759,6 +771,17 @@ ConvertResult convert_torchscript(const std::string& pt_path, const ConvertOptio
               label = "\x01size" + std::to_string(s->dims[static_cast<size_t>(a)]);
           }
       resized_runs(same, {Resize::PlusOne, Resize::Doubled});
+    }
+    if (any && failure) {
+      // A run that moved other axes worked, none that moved these: the model fails when they change
+      // (a size traced as a constant, such as a grouped conv's groups from the batch).
+      std::string list;
+      for (const std::string& l : labels)
+        if (!moved.count(l)) list += (list.empty() ? "" : ", ") + l;
+      if (!list.empty())
+        warn("the model fails when the --dynamic axes " + list + " change size (" + std::string(failure->what()) +
+             "); they were learned at their example sizes, so a size the model computes from them may be fixed in "
+             "the ONNX model: check the sizes you will use with 'torch2onnx verify --samples N' (or --data)");
     }
     if (!any) {
       // Some axes cannot change at all (channels marked dynamic with the rest, as torch.onnx's

@@ -114,6 +114,36 @@ bool plain_input_type(const c10::TypePtr& t) {
       return false;
   }
 }
+
+// The tracer records a Python float in a tensor argument (`torch.arange(n) * 0.5`) as a 0-d
+// float64 constant tensor. In eager PyTorch the number was a wrapped scalar: an integer tensor
+// times 0.5 is float32, and the traced graph says so. Saved and loaded, the constant is a plain 0-d
+// float64 tensor, which promotes that product to float64: libtorch's plain interpreter and
+// torch.jit.freeze then compute float64 (the frozen model fails with "expected scalar type Double
+// but found Float"), while its optimizing executor and eager PyTorch give float32. Each use of such
+// a constant takes it as a number, in the op's Scalar overload, where the op has one: the same
+// value, eager's dtypes (a float64 0-d tensor changes no other promotion than an integer or bool
+// tensor's).
+void unwrap_traced_numbers(tj::Block* b) {
+  for (tj::Node* n : b->nodes()) {
+    for (tj::Block* sub : n->blocks()) unwrap_traced_numbers(sub);
+    if (n->kind() != c10::prim::Constant || !n->output()->type()->cast<c10::TensorType>() || !n->hasAttribute(tj::attr::value))
+      continue;
+    const at::Tensor& t = n->t(tj::attr::value);
+    if (!t.defined() || t.dim() != 0 || t.scalar_type() != at::kDouble || t.requires_grad()) continue;
+    c10::IValue number(t.item<double>());
+    tj::Value* scalar = nullptr;
+    const auto uses = n->output()->uses();
+    for (const tj::Use& u : uses) {
+      if (!scalar) {
+        tj::WithInsertPoint guard(n);
+        scalar = b->owningGraph()->insertConstant(number);
+      }
+      u.user->replaceInput(u.offset, scalar);
+      if (!u.user->maybeSchema()) u.user->replaceInput(u.offset, n->output());
+    }
+  }
+}
 }  // namespace
 
 std::string forward_method_name(const tj::Module& module) {
@@ -151,6 +181,8 @@ PreparedGraph load_and_prepare(const std::string& path, const std::function<void
   if (forward != "forward")
     warn("forward() is overloaded (as a scripted nn.LSTM's is); converting the overload '" + forward +
          "', the first that takes tensors");
+  for (const auto& m : module.modules())
+    for (const auto& method : m.get_methods()) unwrap_traced_numbers(method.graph()->block());
   tj::Module frozen;
   try {
     frozen = forward == "forward" ? tj::freeze_module(module) : tj::freeze_module(module, {forward});

@@ -1,11 +1,13 @@
 """Model forms that PyTorch's own exporter tests use and torch.onnx exports, exported through
 torch2onnx.export and checked against eager PyTorch in ONNX Runtime and in torch2onnx's runtime,
 at the example args and, for dynamic axes, at other sizes."""
+import math
 from typing import Dict, List
 
 import numpy as np
 import pytest
 import torch
+import torchvision
 from torch.nn.utils import rnn as rnn_utils
 
 import ort
@@ -329,6 +331,102 @@ def test_roi_pool(tmp_path):
     others = [(torch.randn(1, 3, 7, 9), torch.tensor([[0, 1.0, 2.0, 13.0, 11.0], [0, 0.2, 0.6, 1.2, 2.5]]))]
     check(torchvision.ops.RoIPool((3, 2), 0.5), (x, rois), tmp_path / "r.onnx", others, input_names=["x", "rois"],
           dynamic_axes={"x": [0, 2, 3], "rois": [0]})
+
+
+class PsRoiAlign(torch.nn.Module):
+    def forward(self, x, rois, level):
+        # adaptive sampling (a grid of ceil(bin size) points) and a fixed 2 x 2 grid
+        a = torchvision.ops.ps_roi_align(x, rois, (2, 3), 0.5, -1)
+        b = torchvision.ops.ps_roi_align(level, rois, 2, 0.25, 2)
+        return a, b
+
+
+def test_ps_roi_align(tmp_path):
+    # position-sensitive RoI Align (R-FCN): bin (i, j) of output channel c reads input channel
+    # (c * ph + i) * pw + j, sampled as roi_align(aligned=True)
+    torch.manual_seed(0)
+    x, level = torch.randn(2, 12, 10, 12), torch.randn(2, 8, 5, 6)
+    rois = torch.tensor([[0, 0.0, 0.0, 9.0, 9.0], [1, 3.3, 1.7, 20.0, 15.0], [0, 5.0, 5.0, 5.4, 5.6],
+                         [1, -4.0, -2.0, 3.0, 30.0]])
+    others = [(torch.randn(1, 12, 7, 9), torch.tensor([[0, 1.0, 2.0, 13.0, 11.0], [0, 0.2, 0.6, 1.2, 2.5]]),
+               torch.randn(1, 8, 4, 4))]
+    check(PsRoiAlign(), (x, rois, level), tmp_path / "p.onnx", others, input_names=["x", "rois", "level"],
+          dynamic_axes={"x": [0, 2, 3], "rois": [0], "level": [0, 2, 3]})
+
+
+def test_ps_roi_pool(tmp_path):
+    # corners at exact halves after scaling (rounded away from zero), outside the image, smaller than
+    # a pixel, and bins that come out empty
+    torch.manual_seed(0)
+    x = torch.randn(2, 18, 10, 12) * 100
+    rois = torch.tensor([[0, 5.0, -5.0, 17.0, 9.0], [1, 3.3, 1.7, 20.0, 15.0], [0, 5.0, 5.0, 5.4, 5.6],
+                         [1, -9.0, -4.0, 31.0, 30.0], [0, 21.0, 17.0, 40.0, 30.0]])
+    others = [(torch.randn(1, 18, 7, 9), torch.tensor([[0, 1.0, 2.0, 13.0, 11.0], [0, 0.2, 0.6, 1.2, 2.5]]))]
+    check(torchvision.ops.PSRoIPool((2, 3), 0.5), (x, rois), tmp_path / "p.onnx", others, input_names=["x", "rois"],
+          dynamic_axes={"x": [0, 2, 3], "rois": [0]}, rtol=1e-5, atol=1e-4)
+
+
+class SinusoidalPositions(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        # an integer tensor times a Python float: float32 in eager PyTorch and in the trace
+        inv = torch.exp(torch.arange(0, 8, 2) * (-math.log(10000.0) / 8))
+        t = torch.arange(x.shape[1])[:, None] * inv
+        return self.proj(x + torch.cat([t.sin(), t.cos()], -1))
+
+
+def test_traced_python_float_times_an_integer_tensor_stays_float32(tmp_path):
+    # Saved, the float is a 0-d float64 constant, which libtorch's interpreter and torch.jit.freeze
+    # promote the product with to float64 (the frozen model then fails in the float32 Linear).
+    torch.manual_seed(0)
+    r = check(SinusoidalPositions().eval(), torch.randn(2, 5, 8), tmp_path / "s.onnx", [torch.randn(1, 9, 8)],
+              input_names=["x"], dynamic_axes={"x": [0, 1]}, verify=True)
+    assert r.verification.ok
+
+
+class HeightPooled(torch.nn.Module):
+    """A CRNN's feature extractor: the height pooled away, the width kept as the sequence."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3, padding=1)
+        self.avg = torch.nn.AdaptiveAvgPool2d((1, None))
+        self.max = torch.nn.AdaptiveMaxPool2d((None, 3))
+
+    def forward(self, x):
+        f = self.conv(x)
+        return self.avg(f).squeeze(2).permute(0, 2, 1), self.max(f)
+
+
+def test_adaptive_pool_keeping_a_traced_axis(tmp_path):
+    # Traced, a None output size is the input's size: a computed list [1, x.size(3)]
+    torch.manual_seed(0)
+    check(HeightPooled().eval(), torch.randn(2, 1, 8, 30), tmp_path / "h.onnx", [torch.randn(1, 1, 8, 45)],
+          input_names=["x"], dynamic_axes={"x": {0: "batch", 3: "width"}})
+
+
+class GroupsFromBatch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(1, 1, 3))
+
+    def forward(self, x):
+        b = x.shape[0]  # traced, the conv's groups keep the example's batch
+        return torch.nn.functional.conv1d(x.reshape(1, b, -1), self.w.expand(b, 1, 3), groups=b).reshape(b, -1)
+
+
+def test_a_dynamic_axis_the_model_cannot_change_is_reported(tmp_path):
+    # Resized runs that move the length work, none that moves the batch does: the batch is named.
+    m = GroupsFromBatch()
+    with pytest.warns(torch2onnx.ConversionWarning, match=r"--dynamic axes batch change size \(.*groups"):
+        r = torch2onnx.export(m, torch.randn(2, 20), tmp_path / "g.onnx", input_names=["x"],
+                              dynamic_axes={"x": {0: "batch", 1: "length"}})
+    x = torch.randn(2, 33)  # the length does change
+    with torch.no_grad():
+        np.testing.assert_allclose(ort.run(r.path, [x.numpy()])[0], m(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
 class Parts(torch.nn.Module):

@@ -377,6 +377,33 @@ std::string adaptive_max_indices(Ctx& c, const std::string& x, const std::vector
   return c.b.reshape(all, shape);
 }
 
+// A traced nn.AdaptiveAvgPool2d((1, None)) (CRNN's height pooling) builds its output size from
+// the input's own size: [1, x.size(3)], a computed list. Its elements that are x's size along
+// their own axis keep that axis (-2, as None does); the others must be constants. Empty when the
+// list is not of that form.
+std::vector<int64_t> sizes_kept_from_input(Ctx& c, const TNode* n, int rank) {
+  const torch::jit::Node* list = n->input(1)->node();
+  if (list->kind() != c10::prim::ListConstruct) return {};
+  const int64_t sd = static_cast<int64_t>(list->inputs().size());
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < sd; ++i) {
+    const torch::jit::Value* v = list->input(static_cast<size_t>(i));
+    if (auto k = torch::jit::toIValue(v); k && k->isInt()) {
+      out.push_back(k->toInt());
+      continue;
+    }
+    while (v->node()->kind() == c10::aten::Int || v->node()->kind() == c10::prim::NumToTensor) v = v->node()->input(0);
+    const torch::jit::Node* size = v->node();
+    if (size->kind() != c10::aten::size || size->inputs().size() != 2 || size->input(0) != n->input(0)) return {};
+    auto axis = torch::jit::toIValue(size->input(1));
+    if (!axis || !axis->isInt() || rank <= 0) return {};
+    int64_t a = axis->toInt() < 0 ? axis->toInt() + rank : axis->toInt();
+    if (a != rank - sd + i) return {};
+    out.push_back(-2);
+  }
+  return out;
+}
+
 // Adaptive pooling: equal windows become one pool; otherwise each output index reduces its own
 // [floor(i*in/out), ceil((i+1)*in/out)) window, one spatial axis at a time (exact for mean and max).
 void adaptive_pool(Ctx& c, const TNode* n, bool is_max) {
@@ -387,6 +414,8 @@ void adaptive_pool(Ctx& c, const TNode* n, bool is_max) {
   std::vector<int64_t> out;
   if (osz.is_const() && osz.c.isList()) {
     for (const auto& e : osz.c.toListRef()) out.push_back(e.isNone() ? -2 : e.toInt());
+  } else if (auto kept = sizes_kept_from_input(c, n, r); !kept.empty()) {
+    out = kept;
   } else {
     out = c.ints(n, 1);
   }
