@@ -14,12 +14,13 @@ from . import _torch2onnx as _native  # noqa: F401  (the native module: the C++ 
 from ._errors import (ConversionWarning, Error, InputError, MismatchError, ModelRunError, UnsupportedError,  # noqa: F401
                       UsageError)
 from ._export import ExportResult, VerifyResult, export, verify  # noqa: F401
-from ._runtime import InferenceSession  # noqa: F401
+from ._runtime import ExecutionMode, GraphOptimizationLevel, InferenceSession, SessionOptions  # noqa: F401
 from ._tools import optimize, quantize  # noqa: F401
 
 __version__ = _native.__version__
 load_plugin = _native.load_plugin
 
-__all__ = ["export", "verify", "optimize", "quantize", "InferenceSession", "load_plugin", "Error",
+__all__ = ["export", "verify", "optimize", "quantize", "InferenceSession", "SessionOptions", "GraphOptimizationLevel",
+           "ExecutionMode", "load_plugin", "Error",
            "MismatchError", "UsageError", "ModelRunError", "UnsupportedError", "InputError", "ConversionWarning",
            "ExportResult", "VerifyResult", "__version__"]

@@ -151,3 +151,27 @@ def test_model_bytes_and_types(tmp_path):
     a, m = s.run(None, {"a": np.arange(6, dtype=np.int64).reshape(2, 3), "m": np.array([True, False])})
     assert a.dtype == np.int64 and a.tolist() == [[0, 2, 4], [6, 8, 10]]
     assert m.dtype == np.bool_ and m.tolist() == [False, True]
+
+
+def test_session_options_and_onnxruntime_session_methods(model):
+    net, path = model
+    so = torch2onnx.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = torch2onnx.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    plain = torch2onnx.InferenceSession(path, sess_options=so)
+    fast = torch2onnx.InferenceSession(path)
+    x = np.random.default_rng(2).standard_normal((2, 3, 10, 10), dtype=np.float32)
+    a, b = plain.run(None, {"image": x}), fast.run(None, {"image": x})
+    with torch.no_grad():
+        want = net(torch.from_numpy(x))
+    for got in (a, b):
+        np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-4, atol=1e-5)
+    assert plain.get_session_options() is so
+    assert plain.get_providers() == ["CPUExecutionProvider"]
+    assert plain.get_overridable_initializers() == []
+    meta = fast.get_modelmeta()
+    assert meta.producer_name == "torch2onnx" and isinstance(meta.custom_metadata_map, dict)
+    with open(path, "rb") as f:
+        assert torch2onnx.InferenceSession(f.read()).get_modelmeta().graph_name == meta.graph_name
