@@ -67,7 +67,6 @@ void roi_align(Ctx& c, const TNode* n) {
 // two axes is taken by a Gather of constant indices. The channel mapping only serves the backward
 // pass; a model that reads it is reported.
 void ps_roi_align(Ctx& c, const TNode* n) {
-  c.b.require(16, "torchvision::ps_roi_align");
   DType t = c.out_dtype(n);
   std::string x = c.t_as(n, 0, t);
   std::string rois = c.t_as(n, 1, t);
@@ -121,7 +120,6 @@ void roi_pool(Ctx& c, const TNode* n) {
 // is four reads of the input's integral image (running sums over H and W, in double so that the
 // differences of large sums stay exact to float precision), divided by the bin's area.
 void ps_roi_pool(Ctx& c, const TNode* n) {
-  c.b.require(11, "torchvision::ps_roi_pool");
   DType t = c.out_dtype(n);
   const int64_t ph = c.i(n, "pooled_height", 1), pw = c.i(n, "pooled_width", 1);
   auto& b = c.b;
