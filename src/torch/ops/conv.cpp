@@ -381,7 +381,7 @@ std::string adaptive_max_indices(Ctx& c, const std::string& x, const std::vector
 // the input's own size: [1, x.size(3)], a computed list. Its elements that are x's size along
 // their own axis keep that axis (-2, as None does); the others must be constants. Empty when the
 // list is not of that form.
-std::vector<int64_t> sizes_kept_from_input(Ctx& c, const TNode* n, int rank) {
+std::vector<int64_t> sizes_kept_from_input(const TNode* n, int rank) {
   const torch::jit::Node* list = n->input(1)->node();
   if (list->kind() != c10::prim::ListConstruct) return {};
   const int64_t sd = static_cast<int64_t>(list->inputs().size());
@@ -414,7 +414,7 @@ void adaptive_pool(Ctx& c, const TNode* n, bool is_max) {
   std::vector<int64_t> out;
   if (osz.is_const() && osz.c.isList()) {
     for (const auto& e : osz.c.toListRef()) out.push_back(e.isNone() ? -2 : e.toInt());
-  } else if (auto kept = sizes_kept_from_input(c, n, r); !kept.empty()) {
+  } else if (auto kept = sizes_kept_from_input(n, r); !kept.empty()) {
     out = kept;
   } else {
     out = c.ints(n, 1);
