@@ -429,6 +429,29 @@ def test_a_dynamic_axis_the_model_cannot_change_is_reported(tmp_path):
         np.testing.assert_allclose(ort.run(r.path, [x.numpy()])[0], m(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
+class SparseGraph(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x, edges, weights):
+        n = x.shape[0]
+        adj = torch.sparse_coo_tensor(edges, weights, (n, n))
+        inferred = torch.sparse_coo_tensor(edges, weights)  # sized by the largest index
+        deg = torch.sparse.sum(adj, (1,)).to_dense()
+        return torch.sparse.mm(adj, self.lin(x)) / deg.clamp(min=1e-3)[:, None], inferred.coalesce().to_dense()
+
+
+def test_sparse_coo_tensors_are_held_densely(tmp_path):
+    # a GCN layer over a sparse adjacency with repeated edges (which sum)
+    torch.manual_seed(0)
+    m = torch.jit.script(SparseGraph().eval())
+    e0 = torch.tensor([[0, 1, 1, 4, 2, 0], [1, 0, 0, 4, 3, 1]])
+    e1 = torch.tensor([[0, 6, 3, 3, 5], [6, 0, 2, 2, 1]])
+    check(m, (torch.randn(5, 4), e0, torch.rand(6)), tmp_path / "s.onnx", [(torch.randn(7, 4), e1, torch.rand(5))],
+          input_names=["x", "edges", "weights"], dynamic_axes={"x": [0], "edges": [1], "weights": [0]})
+
+
 class Parts(torch.nn.Module):
     def forward(self, x):
         parts = x.unbind(0)

@@ -235,8 +235,46 @@ void meshgrid(Ctx& c, const TNode* n) {
   c.set(n->output(), TV::list(out));
 }
 
+// Sparse COO tensors are held densely. torch.sparse_coo_tensor(indices [ndim, nnz], values [nnz,
+// dense dims...], size) is the dense tensor with each entry's values added at its index: ScatterND
+// with reduction add (opset 16), so duplicate indices sum as coalescing sums them. Without a size,
+// each sparse dim is one past its largest index. Sparse products and sums are then the dense ones
+// (_sparse_mm, mm, _sparse_sum), and to_dense / coalesce give the value itself. The ONNX model holds
+// the dense size: a graph's adjacency of N nodes takes N x N elements.
+void sparse_coo_tensor(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  std::string idx = c.t_as(n, 0, DType::Int64);
+  std::string vals = c.t_as(n, 1, t);
+  std::string shape;
+  if (n->inputs().size() > 2 && n->input(2)->type()->cast<c10::ListType>()) {
+    shape = c.ints_tensor(c.in(n, 2));
+  } else {
+    std::string sparse = c.b.op1("Add", {c.b.reduce("ReduceMax", idx, {1}, false), c.b.i64s({1})});
+    std::string dense = c.b.slice(c.b.shape_of(vals), {1}, {std::numeric_limits<int64_t>::max()}, {0});
+    shape = c.b.concat({sparse, dense}, 0);
+  }
+  std::string zeros = filled(c, shape, 0, t);
+  c.out(n, c.b.op1("ScatterND", {zeros, c.b.transpose(idx, {1, 0}), vals}, {Attribute::make_string("reduction", "add")}));
+}
+void sparse_mm(Ctx& c, const TNode* n) {
+  DType t = c.out_dtype(n);
+  c.out(n, c.b.op1("MatMul", {c.t_as(n, 0, t), c.t_as(n, 1, t)}));
+}
+void sparse_sum(Ctx& c, const TNode* n) {
+  std::vector<int64_t> dims = n->inputs().size() > 1 && n->input(1)->type()->cast<c10::ListType>() ? c.ints(n, 1)
+                                                                                                   : std::vector<int64_t>{};
+  c.out(n, c.b.reduce("ReduceSum", c.t_as(n, 0, c.out_dtype(n)), dims, false));
+}
+void dense_value(Ctx& c, const TNode* n) { c.out(n, c.t_as(n, 0, c.out_dtype(n))); }
+
 void register_creation_ops(OpTable& t) {
   t["aten::zeros"] = {zeros};
+  t["aten::sparse_coo_tensor"] = {sparse_coo_tensor, 16};
+  t["aten::_sparse_coo_tensor_unsafe"] = {sparse_coo_tensor, 16};
+  t["aten::_sparse_mm"] = {sparse_mm};
+  t["aten::_sparse_sum"] = {sparse_sum};
+  t["aten::to_dense"] = {dense_value};
+  t["aten::coalesce"] = {dense_value};
   t["aten::empty"] = {zeros};
   t["aten::empty_strided"] = {zeros};
   t["aten::ones"] = {ones};
