@@ -659,7 +659,8 @@ void Ctx::convert_dispatch(TNode* n, const std::string& kind, const std::functio
   }
   bool complex_in = std::any_of(n->inputs().begin(), n->inputs().end(), [&](const TValue* v) {
     const TV& x = get(v);
-    return is_complex(x) || (x.kind == TV::Kind::List && std::any_of(x.items.begin(), x.items.end(), is_complex));
+    return is_complex(x) || (x.is_const() && x.c.isComplexDouble()) ||  // a complex number makes the result complex
+           (x.kind == TV::Kind::List && std::any_of(x.items.begin(), x.items.end(), is_complex));
   });
   // Nested tensors (held padded, TV::nested) go only to the ops that know them.
   static const std::set<std::string> nested_ops{"aten::_transformer_encoder_layer_fwd", "aten::to_padded_tensor",

@@ -130,8 +130,9 @@ void unwrap_traced_numbers(tj::Block* b) {
     if (n->kind() != c10::prim::Constant || !n->output()->type()->cast<c10::TensorType>() || !n->hasAttribute(tj::attr::value))
       continue;
     const at::Tensor& t = n->t(tj::attr::value);
-    if (!t.defined() || t.dim() != 0 || t.scalar_type() != at::kDouble || t.requires_grad()) continue;
-    c10::IValue number(t.item<double>());
+    if (!t.defined() || t.dim() != 0 || t.requires_grad()) continue;
+    if (t.scalar_type() != at::kDouble && t.scalar_type() != at::kComplexDouble) continue;
+    c10::IValue number = t.is_complex() ? c10::IValue(t.item<c10::complex<double>>()) : c10::IValue(t.item<double>());
     tj::Value* scalar = nullptr;
     const auto uses = n->output()->uses();
     for (const tj::Use& u : uses) {

@@ -452,6 +452,51 @@ def test_sparse_coo_tensors_are_held_densely(tmp_path):
           input_names=["x", "edges", "weights"], dynamic_axes={"x": [0], "edges": [1], "weights": [0]})
 
 
+class PadSequences(torch.nn.Module):
+    def forward(self, a, b, c):
+        first = rnn_utils.pad_sequence([a, b, c], batch_first=True, padding_value=-1.0)
+        return first, rnn_utils.pad_sequence([a * 2, b], batch_first=False)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_pad_sequence(tmp_path, dynamic):
+    a, b, c = torch.randn(3, 2), torch.randn(5, 2), torch.randn(1, 2)
+    others = [(torch.randn(4, 2), torch.randn(2, 2), torch.randn(6, 2))] if dynamic else []
+    check(PadSequences(), (a, b, c), tmp_path / "p.onnx", others, input_names=["a", "b", "c"],
+          dynamic_axes={"a": [0], "b": [0], "c": [0]} if dynamic else None)
+
+
+class GradModes(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self.lin(x)
+            with torch.no_grad():
+                z = y * 2
+        return z.detach() + 1
+
+
+def test_scripted_grad_mode_blocks(tmp_path):
+    torch.manual_seed(0)
+    check(torch.jit.script(GradModes().eval()), torch.randn(2, 3), tmp_path / "g.onnx", [torch.randn(5, 3)],
+          input_names=["x"], dynamic_axes={"x": [0]})
+
+
+class ComplexNumber(torch.nn.Module):
+    def forward(self, x):
+        z = torch.view_as_complex(x)
+        # a Python complex: traced, a 0-d complex128 constant that promoted the result to complex128
+        return torch.view_as_real(z * z.conj() + torch.exp(1j * z.angle()) * (0.5 - 2j))
+
+
+def test_traced_python_complex_number(tmp_path):
+    check(ComplexNumber(), torch.randn(3, 4, 2), tmp_path / "c.onnx", [torch.randn(5, 4, 2)], input_names=["x"],
+          dynamic_axes={"x": [0]})
+
+
 class Parts(torch.nn.Module):
     def forward(self, x):
         parts = x.unbind(0)

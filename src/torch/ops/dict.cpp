@@ -4,6 +4,8 @@
 // ONNX has no dict type (its Map is for traditional ML), so a dict must be known key by key.
 // Instances of TorchScript classes that the model creates (prim::CreateObject: torchvision's
 // ImageList, the RoI pooler's LevelMapper) are held the same way, attribute name -> value.
+#include <cstring>
+
 #include "torch/ops/ops.h"
 
 namespace t2o {
@@ -265,6 +267,23 @@ void get_attr(Ctx& c, const TNode* n) {
   c.set(n->output(), d.items[*at]);
 }
 
+// prim::Enter / prim::Exit: a `with` block in scripted code. Inside torch.no_grad(),
+// torch.enable_grad(), torch.set_grad_enabled(...) or torch.inference_mode() the ops compute the
+// same values (only autograd differs), so entering and leaving them converts to nothing. Other
+// context managers run code of their own and are reported.
+void grad_mode_context(Ctx& c, const TNode* n) {
+  auto cls = n->input(0)->type()->cast<c10::ClassType>();
+  const std::string name = cls && cls->name() ? cls->name()->qualifiedName() : n->input(0)->type()->annotation_str();
+  static const char* const known[] = {"torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.enable_grad",
+                                      "torch.autograd.grad_mode.set_grad_enabled",
+                                      "torch.autograd.grad_mode.inference_mode"};
+  bool ok = false;
+  for (const char* k : known)
+    ok = ok || (name.size() >= std::strlen(k) && name.compare(name.size() - std::strlen(k), std::string::npos, k) == 0);
+  if (!ok) throw UnsupportedError("a `with` block over a " + name + " (only autograd's grad-mode context managers convert)");
+  for (const TValue* v : n->outputs()) c.set(v, TV::constant(c10::IValue()));
+}
+
 // Ops that share a name with list and tensor ops: the dict form here, the others from the entry
 // registered before.
 Converter or_else(const Converter& for_dicts, const OpTable& t, const std::string& op) {
@@ -292,6 +311,8 @@ Converter writing_through(Converter fn) {
 void register_dict_ops(OpTable& t) {
   t["aten::dict"] = {dict_new};
   t["prim::CreateObject"] = {create_object};
+  t["prim::Enter"] = {grad_mode_context};
+  t["prim::Exit"] = {grad_mode_context};
   t["prim::SetAttr"] = {writing_through(set_attr)};
   t["prim::GetAttr"] = {get_attr};
   t["prim::DictConstruct"] = {dict_construct};

@@ -206,6 +206,50 @@ void stack(Ctx& c, const TNode* n) {
   c.out(n, parts.size() == 1 ? parts[0] : c.b.concat(parts, axis));
 }
 
+// nn.utils.rnn.pad_sequence(sequences, batch_first, padding_value): each [L_i, *] tensor padded at
+// the end of dim 0 to the longest, stacked on dim 0 (batch first) or 1. Lengths known at conversion
+// pad by constants; otherwise by their run-time maximum (Max of int64 needs opset 12).
+void pad_sequence(Ctx& c, const TNode* n) {
+  if (c.in(n, 0).sequence) throw UnsupportedError("aten::pad_sequence of a list whose length changes at run time");
+  DType t = c.out_dtype(n);
+  const int64_t axis = c.flag(n, "batch_first", false) ? 0 : 1;
+  const double value = c.f(n, "padding_value", 0.0);
+  std::vector<TV> items = tensor_list(c, n, 0);
+  std::vector<std::string> xs;
+  int64_t longest = 0;
+  bool static_lengths = true;
+  for (const TV& e : items) {
+    xs.push_back(c.tensor_as(e, t));
+    static_lengths = static_lengths && e.rank_known && !e.shape.empty() && e.shape[0] >= 0;
+    if (static_lengths) longest = std::max(longest, e.shape[0]);
+  }
+  const int k = c.out_rank(n) - 1;  // each item's rank
+  std::string longest_dyn;
+  if (!static_lengths) {
+    c.b.require(12, "pad_sequence of tensors whose lengths change at run time");
+    std::vector<std::string> lens;
+    for (const std::string& x : xs) lens.push_back(c.b.slice(c.b.shape_of(x), {0}, {1}, {0}));
+    longest_dyn = lens.size() == 1 ? lens[0] : c.b.op1("Max", lens);
+  }
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::string padded;
+    if (static_lengths) {
+      std::vector<int64_t> pads(static_cast<size_t>(2 * k), 0);
+      pads[static_cast<size_t>(k)] = longest - items[i].shape[0];
+      padded = pads[static_cast<size_t>(k)] == 0 ? xs[i] : c.b.pad(xs[i], pads, "constant", value, t);
+    } else {
+      std::string end = c.b.op1("Sub", {longest_dyn, c.b.slice(c.b.shape_of(xs[i]), {0}, {1}, {0})});
+      std::vector<std::string> pads{c.b.i64s(std::vector<int64_t>(static_cast<size_t>(k), 0)), end};
+      if (k > 1) pads.push_back(c.b.i64s(std::vector<int64_t>(static_cast<size_t>(k - 1), 0)));
+      padded = c.b.op1("Pad", {xs[i], c.b.concat(pads, 0), c.b.scalar(value, t)},
+                       {Attribute::make_string("mode", "constant")});
+    }
+    parts.push_back(c.b.unsqueeze(padded, {axis}));
+  }
+  c.out(n, parts.size() == 1 ? parts[0] : c.b.concat(parts, axis));
+}
+
 void emit_split(Ctx& c, const TNode* n, const std::vector<int64_t>& sizes, int64_t axis, bool squeeze_parts) {
   std::vector<std::string> parts = sizes.size() == 1 ? std::vector<std::string>{c.t(n, 0)}
                                                      : c.b.split(c.t(n, 0), sizes, axis);
@@ -544,6 +588,7 @@ void register_shape_ops(OpTable& t) {
   t["aten::cat"] = {cat};
   t["aten::concat"] = {cat};
   t["aten::stack"] = {stack};
+  t["aten::pad_sequence"] = {pad_sequence};
   t["aten::split"] = {split};
   t["aten::split_with_sizes"] = {split};
   t["aten::chunk"] = {chunk};
