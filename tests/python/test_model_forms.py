@@ -497,6 +497,18 @@ def test_traced_python_complex_number(tmp_path):
           dynamic_axes={"x": [0]})
 
 
+class AreaResize(torch.nn.Module):
+    def forward(self, x):
+        # traced, the output sizes are computed from the input's: adaptive pooling to computed sizes
+        return (torch.nn.functional.interpolate(x, scale_factor=0.5, mode="area"),
+                torch.nn.functional.interpolate(x, scale_factor=(0.37, 0.6), mode="area", recompute_scale_factor=True))
+
+
+def test_area_interpolation_with_a_scale_factor(tmp_path):
+    check(AreaResize(), torch.randn(2, 3, 12, 10), tmp_path / "a.onnx", [torch.randn(1, 3, 17, 23)],
+          input_names=["x"], dynamic_axes={"x": [0, 2, 3]})
+
+
 class Parts(torch.nn.Module):
     def forward(self, x):
         parts = x.unbind(0)

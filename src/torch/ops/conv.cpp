@@ -404,6 +404,42 @@ std::vector<int64_t> sizes_kept_from_input(const TNode* n, int rank) {
   return out;
 }
 
+// Adaptive average pooling to output sizes computed at run time (F.interpolate(mode="area") with a
+// scale factor, traced): output index j of an axis of length L pooled to O averages
+// [floor(j * L / O), ceil((j + 1) * L / O)), here as differences of running sums over the axis, in
+// double (exact to float precision), one axis at a time. Opset 11 (CumSum, Range).
+void adaptive_avg_computed(Ctx& c, const TNode* n, int r) {
+  c.b.require(11, "adaptive average pooling to a computed size");
+  auto& b = c.b;
+  DType t = c.out_dtype(n);
+  std::string sizes = c.ints_tensor(c.in(n, 1));
+  std::string y = b.cast(c.t_as(n, 0, t), DType::Double);
+  // The list's length is the number of spatial axes, the last ones of the input.
+  const TV& list = c.in(n, 1);
+  int64_t count = list.kind == TV::Kind::List ? static_cast<int64_t>(list.items.size()) : -1;
+  if (count < 1 || count > r) throw UnsupportedError("adaptive pooling to a computed size list of unknown length");
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t axis = r - count + i;
+    std::string len = b.slice(b.shape_of(y), {axis}, {axis + 1}, {0});          // [1]
+    std::string o = b.slice(sizes, {i}, {i + 1}, {0});                         // [1]
+    std::string j = b.op1("Range", {b.i64(0), b.squeeze(o, {0}), b.i64(1)});  // [O]
+    std::string lo = b.op1("Div", {b.op1("Mul", {j, len}), o});
+    std::string next = b.op1("Add", {j, b.i64(1)});
+    std::string hi = b.op1("Div", {b.op1("Add", {b.op1("Mul", {next, len}), b.op1("Sub", {o, b.i64s({1})})}), o});
+    std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
+    pads[static_cast<size_t>(axis)] = 1;
+    std::string sums = b.op1("CumSum", {b.pad(y, pads, "constant", 0.0, DType::Double), b.i64(axis)});
+    std::string total = b.op1("Sub", {b.op1("Gather", {sums, hi}, {Attribute::make_int("axis", axis)}),
+                                      b.op1("Gather", {sums, lo}, {Attribute::make_int("axis", axis)})});
+    std::vector<int64_t> along(static_cast<size_t>(r), 1);
+    along[static_cast<size_t>(axis)] = -1;
+    std::string count_along = b.reshape(b.cast(b.op1("Sub", {hi, lo}), DType::Double), along);
+    y = b.op1("Div", {total, count_along});
+  }
+  c.out(n, 0, b.cast(y, t));
+  if (n->outputs().size() > 1 && n->output(1)->hasUses()) throw UnsupportedError("adaptive pooling indices to a computed size");
+}
+
 // Adaptive pooling: equal windows become one pool; otherwise each output index reduces its own
 // [floor(i*in/out), ceil((i+1)*in/out)) window, one spatial axis at a time (exact for mean and max).
 void adaptive_pool(Ctx& c, const TNode* n, bool is_max) {
@@ -417,7 +453,12 @@ void adaptive_pool(Ctx& c, const TNode* n, bool is_max) {
   } else if (auto kept = sizes_kept_from_input(n, r); !kept.empty()) {
     out = kept;
   } else {
-    out = c.ints(n, 1);
+    try {
+      out = c.ints(n, 1);
+    } catch (const UnsupportedError&) {
+      if (is_max) throw;
+      return adaptive_avg_computed(c, n, r);
+    }
   }
   size_t sd = out.size();
   out = expand(out, sd);
